@@ -1,0 +1,64 @@
+"""Device choice: CUDA when available, then MPS, otherwise CPU."""
+
+from __future__ import annotations
+
+import torch
+
+from core.errors import ParameterError
+
+DEVICE_CHOICES = ("auto", "cpu", "cuda", "mps")
+
+
+def cuda_available() -> bool:
+    return bool(torch.cuda.is_available())
+
+
+def mps_available() -> bool:
+    backend = getattr(torch.backends, "mps", None)
+    return bool(backend is not None and backend.is_available())
+
+
+def available_devices() -> list[str]:
+    """Device names that can be used on this machine, 'auto' first."""
+    names = ["auto", "cpu"]
+    if cuda_available():
+        names.append("cuda")
+    if mps_available():
+        names.append("mps")
+    return names
+
+
+def resolve_device(name: str | torch.device | None = "auto") -> torch.device:
+    """Turn 'auto' | 'cpu' | 'cuda' | 'mps' into a usable torch.device; refuse one that is absent."""
+    if isinstance(name, torch.device):
+        name = name.type
+    if name is None or name == "auto":
+        if cuda_available():
+            return torch.device("cuda")
+        if mps_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    if name not in DEVICE_CHOICES:
+        raise ParameterError("device", f"must be one of {', '.join(DEVICE_CHOICES)}, got {name!r}")
+    if name == "cuda" and not cuda_available():
+        raise ParameterError("device", "cuda was asked for but no CUDA device is available; use 'auto' or 'cpu'")
+    if name == "mps" and not mps_available():
+        raise ParameterError("device", "mps was asked for but it is not available; use 'auto' or 'cpu'")
+    return torch.device(name)
+
+
+def describe(device: torch.device) -> str:
+    """A human-readable name, e.g. 'cuda (NVIDIA H100)' or 'cpu (2 threads)'."""
+    if device.type == "cuda":
+        return f"cuda ({torch.cuda.get_device_name(device)})"
+    if device.type == "cpu":
+        return f"cpu ({torch.get_num_threads()} threads)"
+    return device.type
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for queued kernels, so wall-clock timings are honest on GPUs."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()
