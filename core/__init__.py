@@ -10,7 +10,7 @@ Pure PyTorch/NumPy; no UI imports. Usable from a notebook:
 
 from __future__ import annotations
 
-from core import data, metrics
+from core import data, metrics, sweeps
 from core.approximation import Approximation, AttentionInputs, Cost, approximate
 from core.budget import budget_params
 from core.device import resolve_device
@@ -30,4 +30,5 @@ __all__ = [
     "methods",
     "metrics",
     "resolve_device",
+    "sweeps",
 ]

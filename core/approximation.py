@@ -216,7 +216,9 @@ def _as_tensor(x: Any, name: str) -> torch.Tensor:
             raise ParameterError(name, f"must be a floating-point array, got dtype {x.dtype}")
         x = torch.from_numpy(np.ascontiguousarray(x))
     if not isinstance(x, torch.Tensor):
-        raise ParameterError(name, f"must be a torch.Tensor or numpy array of shape (..., n, d), got {type(x).__name__}")
+        raise ParameterError(
+            name, f"must be a torch.Tensor or numpy array of shape (..., n, d), got {type(x).__name__}"
+        )
     if x.dtype not in _FLOAT_DTYPES:
         raise ParameterError(name, f"must have a floating dtype (float16, bfloat16, float32, float64), got {x.dtype}")
     if x.dim() < 2:
@@ -235,8 +237,9 @@ def prepare_inputs(q: Any, k: Any, v: Any, scale: Any, seed: Any) -> AttentionIn
         raise ParameterError("v", f"must have the same length n as k ({k.shape[-2]}), got {v.shape[-2]}")
     if q.shape[:-2] != k.shape[:-2] or q.shape[:-2] != v.shape[:-2]:
         raise ParameterError(
-            "q", f"q, k and v must share their leading (batch, head) dimensions; got {tuple(q.shape)}, "
-            f"{tuple(k.shape)}, {tuple(v.shape)}"
+            "q",
+            f"q, k and v must share their leading (batch, head) dimensions; got {tuple(q.shape)}, "
+            f"{tuple(k.shape)}, {tuple(v.shape)}",
         )
     n, d, dv = q.shape[-2], q.shape[-1], v.shape[-1]
     if n < 1:
@@ -279,13 +282,16 @@ def _prepare_scale(scale: Any, d: int, batch_shape: tuple[int, ...], like: torch
         if not bool(torch.isfinite(s).all()) or bool((s < 0).any()):
             raise ParameterError("scale", "every entry must be finite and >= 0")
         try:
-            s = torch.broadcast_to(s.reshape(*s.shape, 1, 1) if s.dim() else s.reshape(1, 1), (*batch_shape, 1, 1))
+            # A tensor scale lines up with the leading (batch) dimensions, numpy-style from the right.
+            s = torch.broadcast_to(s, batch_shape)
         except RuntimeError:
             raise ParameterError(
                 "scale", f"a tensor scale must broadcast to the batch shape {batch_shape}, got {tuple(s.shape)}"
             ) from None
         return s.reshape(batch, 1, 1).contiguous()
-    raise ParameterError("scale", f"must be None, a number >= 0, or a tensor over the batch; got {type(scale).__name__}")
+    raise ParameterError(
+        "scale", f"must be None, a number >= 0, or a tensor over the batch; got {type(scale).__name__}"
+    )
 
 
 def approximate(
@@ -310,7 +316,9 @@ def approximate(
     inputs = prepare_inputs(q, k, v, scale, seed)
     n, d = inputs.n, inputs.d
     if spec.max_n is not None and n > spec.max_n:
-        raise ParameterError("n", f"{method} is an oracle that builds n x n matrices; it needs n <= {spec.max_n}, got {n}")
+        raise ParameterError(
+            "n", f"{method} is an oracle that builds n x n matrices; it needs n <= {spec.max_n}, got {n}"
+        )
     checked = spec.validate(params, n, d)
     cost = spec.cost(inputs, checked) if spec.cost is not None else None
     if cost is not None:

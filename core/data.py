@@ -102,7 +102,7 @@ def gaussian(n: int, d: int, seed: int = 0, *, heads: int = 1, dtype: torch.dtyp
     d = _check_int("d", d, 1, MAX_D)
     heads = _check_int("heads", heads, 1, MAX_HEADS)
     g = _generator(seed)
-    std = d ** -0.25
+    std = d**-0.25
     q = torch.randn(heads, n, d, generator=g, dtype=torch.float64) * std
     k = torch.randn(heads, n, d, generator=g, dtype=torch.float64) * std
     v = _values(g, heads, n, d, dtype)
@@ -212,9 +212,7 @@ def real(
     hooks = []
     for index, attention in enumerate(layers):
         for name in ("query", "key", "value"):
-            hooks.append(
-                getattr(attention, name).register_forward_hook(_capture(captured, index, name))
-            )
+            hooks.append(getattr(attention, name).register_forward_hook(_capture(captured, index, name)))
     try:
         with torch.no_grad():
             result = model(**encoded, output_attentions=True)

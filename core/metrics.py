@@ -46,7 +46,9 @@ def mean_row_kl(exact: torch.Tensor, approx: torch.Tensor) -> torch.Tensor:
     q = approx.clamp_min(KL_FLOOR)
     q = q / q.sum(-1, keepdim=True)
     p = exact.clamp_min(0)
-    terms = torch.where(p > 0, p * (torch.log(p.clamp_min(torch.finfo(p.dtype).tiny)) - torch.log(q)), torch.zeros_like(p))
+    terms = torch.where(
+        p > 0, p * (torch.log(p.clamp_min(torch.finfo(p.dtype).tiny)) - torch.log(q)), torch.zeros_like(p)
+    )
     return terms.sum(-1).mean(-1)
 
 
@@ -55,8 +57,12 @@ def entry_errors(approx: torch.Tensor, exact: torch.Tensor) -> torch.Tensor:
     return approx - exact
 
 
-def summary(approx_attention: torch.Tensor, exact_attention: torch.Tensor,
-            approx_output: torch.Tensor, exact_output: torch.Tensor) -> dict[str, float]:
+def summary(
+    approx_attention: torch.Tensor,
+    exact_attention: torch.Tensor,
+    approx_output: torch.Tensor,
+    exact_output: torch.Tensor,
+) -> dict[str, float]:
     """The standard metrics, averaged over any leading dimensions, as floats."""
     return {
         "attention_error": float(relative_frobenius_error(approx_attention, exact_attention).mean()),

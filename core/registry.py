@@ -153,9 +153,7 @@ class MethodSpec:
         unknown = sorted(set(params) - known)
         if unknown:
             allowed = ", ".join(sorted(known)) or "none"
-            raise ParameterError(
-                f"{self.name}.{unknown[0]}", f"is not a parameter of {self.name} (allowed: {allowed})"
-            )
+            raise ParameterError(f"{self.name}.{unknown[0]}", f"is not a parameter of {self.name} (allowed: {allowed})")
         out = self.defaults()
         for spec in self.params:
             if spec.name in params:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
 import torch.nn.functional as F
 
 from core.approximation import Approximation, AttentionInputs, Cost, make_result

@@ -1,0 +1,234 @@
+"""LSH sparse attention in the style of Reformer and SMYRF.
+
+Each round draws a random rotation R and hashes queries and keys separately by angular LSH,
+h(x) = argmax([x R, -x R]) over ``buckets`` directions (on unit-normalised x, so Q != K works).
+As in SMYRF, queries and keys are then sorted by hash (ties by position) and cut into ``buckets``
+balanced chunks of c = ceil(n / buckets): query chunk t attends to key chunk t. That keeps the cost at
+O(n c) per round whatever the bucket sizes, and with one bucket it is exact attention.
+
+Rounds are combined as attention over the union of their supports: a pair found in r rounds has its
+score lowered by log r in each (so it counts once), and the rounds' outputs are mixed with
+log-sum-exp weights.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from core.approximation import Approximation, AttentionInputs, Cost, make_result
+from core.methods.common import HASH_STREAM, ceil_div, masked_softmax
+from core.registry import MethodSpec, ParamSpec, register
+
+MAX_ROUNDS = 16
+
+
+@dataclass
+class HashPlan:
+    """Sorted orders and chunk ids of queries and keys for every round."""
+
+    q_order: torch.Tensor  # (B, R, N) positions in sorted order, padded with n (a dummy) to N = buckets * c
+    k_order: torch.Tensor  # (B, R, N)
+    q_chunk: torch.Tensor  # (B, R, n) chunk index of each query position
+    k_chunk: torch.Tensor  # (B, R, n)
+    q_bucket: torch.Tensor  # (B, R, n) raw hash bucket of each position
+    k_bucket: torch.Tensor
+    chunk: int  # c
+    chunks: int  # number of chunks per round (= buckets)
+
+    @property
+    def rounds(self) -> int:
+        return int(self.q_chunk.shape[1])
+
+    def support_rounds(self) -> torch.Tensor:
+        """(B, R, n, n) bool: (i, j) in round r's support."""
+        return self.q_chunk.unsqueeze(-1) == self.k_chunk.unsqueeze(-2)
+
+    def support(self) -> torch.Tensor:
+        return self.support_rounds().any(dim=1)
+
+    def multiplicity(self, q_pos: torch.Tensor, k_pos: torch.Tensor) -> torch.Tensor:
+        """How many rounds put query q_pos and key k_pos in one chunk.
+
+        q_pos (B, C, c), k_pos (B, C, c) positions (n = dummy); result (B, C, c, c), >= 1 on real pairs
+        of the chunk being processed.
+        """
+        batch = q_pos.shape[0]
+        pad = torch.full((batch, self.rounds, 1), -1, dtype=self.q_chunk.dtype, device=self.q_chunk.device)
+        q_chunks = torch.cat([self.q_chunk, pad], dim=-1)
+        k_chunks = torch.cat([self.k_chunk, pad - 1], dim=-1)
+        count = torch.zeros(*q_pos.shape, k_pos.shape[-1], dtype=torch.int32, device=q_pos.device)
+        flat_q, flat_k = q_pos.reshape(batch, -1), k_pos.reshape(batch, -1)
+        for r in range(self.rounds):
+            cq = torch.gather(q_chunks[:, r], 1, flat_q).reshape(q_pos.shape)
+            ck = torch.gather(k_chunks[:, r], 1, flat_k).reshape(k_pos.shape)
+            count += (cq.unsqueeze(-1) == ck.unsqueeze(-2)).to(torch.int32)
+        return count
+
+
+def hash_plan(inputs: AttentionInputs, rounds: int, buckets: int) -> HashPlan:
+    """Angular LSH of queries and keys for every round, sorted into balanced chunks."""
+    b, n, d = inputs.batch, inputs.n, inputs.d
+    buckets = min(buckets, n)
+    chunk = ceil_div(n, buckets)
+    chunks = ceil_div(n, chunk)
+    directions = ceil_div(buckets, 2)
+    rotations = inputs.randn(rounds, d, directions, stream=HASH_STREAM)
+    positions = torch.arange(n, device=inputs.device)
+
+    def hashes(x: torch.Tensor) -> torch.Tensor:
+        unit = x / x.norm(dim=-1, keepdim=True).clamp_min(torch.finfo(x.dtype).tiny)
+        rotated = torch.einsum("bnd,rdk->brnk", unit, rotations)
+        both = torch.cat([rotated, -rotated], dim=-1)[..., :buckets]
+        return both.argmax(dim=-1)  # (B, R, n)
+
+    def order_and_chunk(bucket: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        key = bucket * n + positions  # sort by bucket, ties by position (a stable, seed-free order)
+        order = key.argsort(dim=-1)
+        rank = torch.empty_like(order)
+        rank.scatter_(-1, order, positions.expand_as(order))
+        pad = torch.full((b, rounds, chunks * chunk - n), n, dtype=order.dtype, device=order.device)
+        return torch.cat([order, pad], dim=-1), torch.div(rank, chunk, rounding_mode="floor")
+
+    q_bucket, k_bucket = hashes(inputs.q), hashes(inputs.k)
+    q_order, q_chunk = order_and_chunk(q_bucket)
+    k_order, k_chunk = order_and_chunk(k_bucket)
+    return HashPlan(q_order, k_order, q_chunk, k_chunk, q_bucket, k_bucket, chunk, chunks)
+
+
+@dataclass
+class ChunkBlock:
+    """One round's gathered chunks: C chunks of c queries and c keys."""
+
+    round: int
+    q_pos: torch.Tensor  # (B, C, c) query positions (n = dummy)
+    k_pos: torch.Tensor  # (B, C, c)
+    q: torch.Tensor  # (B, C, c, d)
+    k: torch.Tensor  # (B, C, c, d)
+    v: torch.Tensor  # (B, C, c, dv)
+    key_valid: torch.Tensor  # (B, C, 1, c) bool
+    log_multiplicity: torch.Tensor  # (B, C, c, c): log of the rounds that share each pair (0 for dummies)
+
+
+def chunk_blocks(inputs: AttentionInputs, plan: HashPlan) -> Iterator[ChunkBlock]:
+    """Gather each round's chunks; one round at a time keeps the peak at O(n c)."""
+    b, n = inputs.batch, inputs.n
+    pad_row = torch.zeros(b, 1, inputs.d, dtype=inputs.dtype, device=inputs.device)
+    q_pad = torch.cat([inputs.q, pad_row], dim=1)
+    k_pad = torch.cat([inputs.k, pad_row], dim=1)
+    v_pad = torch.cat([inputs.v, torch.zeros(b, 1, inputs.dv, dtype=inputs.dtype, device=inputs.device)], dim=1)
+    shape = (b, plan.chunks, plan.chunk)
+    for r in range(plan.rounds):
+        q_pos = plan.q_order[:, r]
+        k_pos = plan.k_order[:, r]
+        q = _gather_rows(q_pad, q_pos).reshape(*shape, inputs.d)
+        k = _gather_rows(k_pad, k_pos).reshape(*shape, inputs.d)
+        v = _gather_rows(v_pad, k_pos).reshape(*shape, inputs.dv)
+        q_pos, k_pos = q_pos.reshape(shape), k_pos.reshape(shape)
+        key_valid = (k_pos < n).unsqueeze(-2)
+        if plan.rounds > 1:
+            count = plan.multiplicity(q_pos, k_pos)
+            log_mult = torch.log(count.clamp_min(1).to(inputs.dtype))
+        else:
+            log_mult = torch.zeros((), dtype=inputs.dtype, device=inputs.device).expand(*shape, plan.chunk)
+        yield ChunkBlock(r, q_pos, k_pos, q, k, v, key_valid, log_mult)
+
+
+def _gather_rows(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    return torch.gather(x, 1, index.unsqueeze(-1).expand(-1, -1, x.shape[-1]))
+
+
+def scatter_rows(values: torch.Tensor, positions: torch.Tensor, n: int) -> torch.Tensor:
+    """Put (B, C, c, ...) chunk rows back at their sequence positions; dummies are dropped."""
+    b = values.shape[0]
+    flat = values.reshape(b, -1, *values.shape[3:])
+    out = torch.zeros(b, n + 1, *values.shape[3:], dtype=values.dtype, device=values.device)
+    index = positions.reshape(b, -1)
+    index = index.view(b, -1, *([1] * (flat.dim() - 2))).expand_as(flat)
+    out.scatter_(1, index, flat)
+    return out[:, :n]
+
+
+def _run(inputs: AttentionInputs, params: dict[str, Any]) -> Approximation:
+    plan = hash_plan(inputs, params["rounds"], params["buckets"])
+    n = inputs.n
+    outputs, lses = [], []
+    for block in chunk_blocks(inputs, plan):
+        scores = inputs.scale.unsqueeze(1) * (block.q @ block.k.transpose(-1, -2)) - block.log_multiplicity
+        scores = scores.masked_fill(~block.key_valid, float("-inf"))
+        lse = torch.logsumexp(scores, dim=-1, keepdim=True)
+        out = torch.exp(scores - lse) @ block.v
+        outputs.append(scatter_rows(out, block.q_pos, n))
+        lses.append(scatter_rows(lse, block.q_pos, n))
+    weights = torch.softmax(torch.stack(lses), dim=0)  # (R, B, n, 1)
+    output = (weights * torch.stack(outputs)).sum(0)
+
+    def dense() -> torch.Tensor:
+        return masked_softmax(inputs.logits(), plan.support())
+
+    parts = {
+        "support": plan.support,
+        "support_rounds": plan.support_rounds,
+        "buckets": lambda: torch.stack([plan.q_bucket, plan.k_bucket], dim=2),
+        "chunks": lambda: torch.stack([plan.q_chunk, plan.k_chunk], dim=2),
+    }
+    return make_result(inputs, "lsh", output, dense=dense, parts=parts, info={"chunk": plan.chunk})
+
+
+def lsh_cost(inputs: AttentionInputs, params: dict[str, Any]) -> Cost:
+    n, d, dv, b = inputs.n, inputs.d, inputs.dv, inputs.batch
+    rounds, buckets = params["rounds"], min(params["buckets"], n)
+    chunk = ceil_div(n, buckets)
+    padded = ceil_div(n, chunk) * chunk
+    pairs = padded * chunk  # scores per round
+    hashing = 2 * n * d * ceil_div(buckets, 2) * 2
+    flops = rounds * (hashing + 2 * pairs * d + 2 * pairs * dv + 4 * pairs + 2 * n * math.log2(max(n, 2)))
+    return Cost(memory=b * rounds * pairs, flops=b * int(flops))
+
+
+def lsh_params() -> tuple[ParamSpec, ...]:
+    return (
+        ParamSpec(
+            "rounds",
+            "int",
+            2,
+            "Hash rounds. Each round finds more of the large entries; cost grows linearly.",
+            low=1,
+            high=MAX_ROUNDS,
+        ),
+        ParamSpec(
+            "buckets",
+            "int",
+            16,
+            "Buckets (balanced chunks) per round; each query attends to about n / buckets keys per round.",
+            low=1,
+            high=lambda n, d: float(n),
+            log=True,
+            budgeted=True,
+        ),
+    )
+
+
+def lsh_budget(n: int, d: int, fraction: float, rounds: int = 2) -> dict[str, Any]:
+    # memory = rounds * n * c with c = n / buckets
+    return {"buckets": max(1, math.ceil(rounds / fraction))}
+
+
+register(
+    MethodSpec(
+        name="lsh",
+        title="LSH sparse (Reformer/SMYRF)",
+        family="sparse",
+        description="Angular LSH puts similar queries and keys in the same balanced chunk; exact attention within "
+        "chunks, rounds combined over the union of their supports.",
+        params=lsh_params(),
+        fn=_run,
+        budget=lsh_budget,
+        cost=lsh_cost,
+        randomized=True,
+    )
+)

@@ -1,0 +1,119 @@
+"""Nystromformer: softmax attention through m segment-mean landmarks.
+
+F = softmax(beta Q K~^T) (n x m), A = softmax(beta Q~ K~^T) (m x m), B = softmax(beta Q~ K^T) (m x n),
+output = F A^+ (B V). A^+ is the iterative Moore-Penrose pseudo-inverse of the paper (Razavi et al.),
+or an exact SVD-based one. Memory O(n m).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from core.approximation import Approximation, AttentionInputs, Cost, make_result
+from core.registry import MethodSpec, ParamSpec, register
+
+
+def segment_means(x: torch.Tensor, m: int) -> torch.Tensor:
+    """Means of m contiguous, near-equal segments of x (B, n, d) -> (B, m, d); works for any n >= m."""
+    n = x.shape[-2]
+    segment = torch.div(torch.arange(n, device=x.device) * m, n, rounding_mode="floor")
+    sums = torch.zeros(x.shape[0], m, x.shape[-1], dtype=x.dtype, device=x.device)
+    sums.index_add_(1, segment, x)
+    counts = torch.bincount(segment, minlength=m).to(x.dtype).clamp_min(1)
+    return sums / counts[None, :, None]
+
+
+def iterative_pinv(a: torch.Tensor, iterations: int) -> torch.Tensor:
+    """Razavi et al.'s iteration, as used by Nystromformer; initialised per batch element."""
+    abs_a = a.abs()
+    col = abs_a.sum(-2).amax(-1, keepdim=True).unsqueeze(-1)
+    row = abs_a.sum(-1).amax(-1, keepdim=True).unsqueeze(-1)
+    z = a.transpose(-1, -2) / (col * row)
+    identity = torch.eye(a.shape[-1], dtype=a.dtype, device=a.device)
+    for _ in range(iterations):
+        az = a @ z
+        z = 0.25 * z @ (13 * identity - az @ (15 * identity - az @ (7 * identity - az)))
+    return z
+
+
+def _kernels(inputs: AttentionInputs, m: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    q_land, k_land = segment_means(inputs.q, m), segment_means(inputs.k, m)
+    scale = inputs.scale
+    f = torch.softmax(scale * (inputs.q @ k_land.transpose(-1, -2)), dim=-1)
+    a = torch.softmax(scale * (q_land @ k_land.transpose(-1, -2)), dim=-1)
+    b = torch.softmax(scale * (q_land @ inputs.k.transpose(-1, -2)), dim=-1)
+    return f, a, b
+
+
+def _pinv(a: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+    if params["pinv"] == "exact":
+        return torch.linalg.pinv(a)
+    return iterative_pinv(a, params["pinv_iterations"])
+
+
+def _run(inputs: AttentionInputs, params: dict[str, Any]) -> Approximation:
+    m = min(params["landmarks"], inputs.n)
+    f, a, b = _kernels(inputs, m)
+    a_pinv = _pinv(a, params)
+    output = f @ (a_pinv @ (b @ inputs.v))
+
+    def dense() -> torch.Tensor:
+        return f @ (a_pinv @ b)
+
+    parts = {"kernel_f": lambda: f, "kernel_a_pinv": lambda: a_pinv, "kernel_b": lambda: b}
+    return make_result(inputs, "nystrom", output, dense=dense, parts=parts, info={"landmarks": m})
+
+
+def nystrom_cost(inputs: AttentionInputs, params: dict[str, Any]) -> Cost:
+    n, d, dv, bsz = inputs.n, inputs.d, inputs.dv, inputs.batch
+    m = min(params["landmarks"], n)
+    iterations = params["pinv_iterations"] if params["pinv"] == "iterative" else 10
+    memory = 2 * n * m + 2 * m * m
+    flops = (
+        2 * (2 * n * m * d) + 2 * m * m * d + iterations * 8 * m**3 + 2 * m * n * dv + 2 * m * m * dv + 2 * n * m * dv
+    )
+    return Cost(memory=bsz * memory, flops=bsz * flops)
+
+
+def nystrom_budget(n: int, d: int, fraction: float) -> dict[str, Any]:
+    # 2 n m + 2 m^2 = fraction n^2
+    m = (-2 * n + math.sqrt(4 * n * n + 8 * fraction * n * n)) / 4
+    return {"landmarks": max(1, round(m))}
+
+
+register(
+    MethodSpec(
+        name="nystrom",
+        title="Nystrom",
+        family="low-rank",
+        description="Segment-mean landmarks and an iterative pseudo-inverse: F A^+ (B V), O(n m) memory.",
+        params=(
+            ParamSpec(
+                "landmarks",
+                "int",
+                64,
+                "Number of landmarks m (segment means of queries and keys).",
+                low=1,
+                high=lambda n, d: float(n),
+                log=True,
+                budgeted=True,
+            ),
+            ParamSpec(
+                "pinv_iterations", "int", 6, "Iterations of the pseudo-inverse (the paper uses 6).", low=1, high=50
+            ),
+            ParamSpec(
+                "pinv",
+                "choice",
+                "iterative",
+                "iterative (the paper's, GPU friendly) or exact (SVD).",
+                choices=("iterative", "exact"),
+            ),
+        ),
+        fn=_run,
+        budget=nystrom_budget,
+        cost=nystrom_cost,
+    )
+)
