@@ -12,9 +12,9 @@ KL_FLOOR = 1e-12
 
 
 def row_entropy(p: torch.Tensor) -> torch.Tensor:
-    """Entropy of each row of a row-stochastic matrix, in nats: (..., n)."""
+    """Entropy of each row of a row-stochastic matrix, in nats: (..., n). Zero entries contribute 0."""
     p = p.clamp_min(0)
-    return -(torch.where(p > 0, p * torch.log(p.clamp_min(torch.finfo(p.dtype).tiny)), torch.zeros_like(p))).sum(-1)
+    return -(p * torch.log(p.clamp_min(torch.finfo(p.dtype).tiny))).sum(-1)
 
 
 def mean_row_entropy(p: torch.Tensor) -> torch.Tensor:

@@ -130,53 +130,68 @@ def _run(inputs: AttentionInputs, params: dict[str, Any]) -> Approximation:
         denominator = denominator + _scatter(correction.sum(-1, keepdim=True), block.q_pos, n)
     output = numerator / safe_denominator(denominator)
 
-    def split() -> dict[str, torch.Tensor]:
-        return _dense_split(inputs, params, phi_q, phi_k)
+    cache: dict[str, DenseSplit] = {}
 
-    cache: dict[str, dict[str, torch.Tensor]] = {}
-
-    def piece(name: str) -> Any:
-        def make() -> torch.Tensor:
-            if "split" not in cache:
-                cache["split"] = split()
-            return cache["split"][name]
-
-        return make
+    def dense_split() -> DenseSplit:
+        if "split" not in cache:
+            cache["split"] = DenseSplit.build(inputs, params, phi_q, phi_k)
+        return cache["split"]
 
     parts = {
-        "support": lambda: support_mask(inputs, params),
+        "support": lambda: dense_split().omega,
         "support_rounds": lambda: support_rounds(inputs, params),
-        "sparse": piece("sparse"),
-        "low_rank": piece("low_rank"),
-        "naive_sum": piece("naive_sum"),
-        "unnormalized_sparse": piece("unnormalized_sparse"),
+        "sparse": lambda: dense_split().sparse(),
+        "low_rank": lambda: dense_split().low_rank / dense_split().denominator,
+        "naive_sum": lambda: dense_split().naive_sum(),
+        "unnormalized_sparse": lambda: dense_split().unnormalized_sparse(),
         "unnormalized_low_rank": lambda: unnormalized_estimate(phi_q, phi_k),
     }
-    return make_result(inputs, "scatterbrain", output, dense=piece("attention"), parts=parts)
+    return make_result(inputs, "scatterbrain", output, dense=lambda: dense_split().attention(), parts=parts)
 
 
-def _dense_split(
-    inputs: AttentionInputs, params: dict[str, Any], phi_q: LogFeatures, phi_k: LogFeatures
-) -> dict[str, torch.Tensor]:
-    """The implied dense matrices, normalised by the same per-row denominator as the output."""
-    omega = support_mask(inputs, params)
-    logits = inputs.logits()
-    low_rank_log = phi_q.log_shift + phi_k.log_shift
-    estimate = phi_q.psi @ phi_k.psi.transpose(-1, -2)
-    on_support_max = logits.masked_fill(~omega, float("-inf")).amax(-1, keepdim=True)
-    reference = torch.maximum(low_rank_log, on_support_max)
-    exact_part = torch.where(omega, torch.exp(logits - reference), torch.zeros_like(logits))
-    low_rank = torch.exp(low_rank_log - reference) * estimate
-    sparse = torch.where(omega, exact_part - low_rank, torch.zeros_like(logits))
-    denominator = safe_denominator((low_rank + sparse).sum(-1, keepdim=True))
-    raw_low_rank = unnormalized_estimate(phi_q, phi_k)
-    return {
-        "attention": (low_rank + sparse) / denominator,
-        "sparse": sparse / denominator,
-        "low_rank": low_rank / denominator,
-        "naive_sum": row_normalise(exact_part + low_rank),
-        "unnormalized_sparse": torch.where(omega, torch.exp(logits) - raw_low_rank, torch.zeros_like(logits)),
-    }
+@dataclass
+class DenseSplit:
+    """The implied dense matrices, in units of a per-row reference exp(reference) so nothing overflows.
+
+    exact_part = exp(beta q.k) on Omega (0 elsewhere); low_rank = phi(q).phi(k) everywhere; the method's
+    matrix is exact_part on Omega and low_rank off it, normalised by its row sums (the output's normaliser).
+    """
+
+    omega: torch.Tensor
+    exact_part: torch.Tensor
+    low_rank: torch.Tensor
+    denominator: torch.Tensor
+    reference: torch.Tensor
+    logits: torch.Tensor
+    phi_q: LogFeatures
+    phi_k: LogFeatures
+
+    @classmethod
+    def build(
+        cls, inputs: AttentionInputs, params: dict[str, Any], phi_q: LogFeatures, phi_k: LogFeatures
+    ) -> DenseSplit:
+        omega = support_mask(inputs, params)
+        logits = inputs.logits()
+        low_rank_log = phi_q.log_shift + phi_k.log_shift
+        on_support_max = logits.masked_fill(~omega, float("-inf")).amax(-1, keepdim=True)
+        reference = torch.maximum(low_rank_log, on_support_max)
+        exact_part = torch.exp(logits - reference).masked_fill_(~omega, 0.0)
+        low_rank = (phi_q.psi @ phi_k.psi.transpose(-1, -2)).mul_(torch.exp(low_rank_log - reference))
+        denominator = safe_denominator(torch.where(omega, exact_part, low_rank).sum(-1, keepdim=True))
+        return cls(omega, exact_part, low_rank, denominator, reference, logits, phi_q, phi_k)
+
+    def attention(self) -> torch.Tensor:
+        return torch.where(self.omega, self.exact_part, self.low_rank).div_(self.denominator)
+
+    def sparse(self) -> torch.Tensor:
+        return (self.exact_part - self.low_rank).masked_fill_(~self.omega, 0.0).div_(self.denominator)
+
+    def naive_sum(self) -> torch.Tensor:
+        return row_normalise(self.exact_part + self.low_rank)
+
+    def unnormalized_sparse(self) -> torch.Tensor:
+        raw_low_rank = unnormalized_estimate(self.phi_q, self.phi_k)
+        return (torch.exp(self.logits) - raw_low_rank).masked_fill_(~self.omega, 0.0)
 
 
 def scatterbrain_cost(inputs: AttentionInputs, params: dict[str, Any]) -> Cost:
