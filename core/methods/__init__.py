@@ -9,3 +9,4 @@ from core.methods import vcc  # noqa: F401
 from core.methods import nystrom  # noqa: F401
 from core.methods import linformer  # noqa: F401
 from core.methods import oracles  # noqa: F401
+from core.methods import learned_kernel  # noqa: F401  (registers learned_kernel and linear_elu)

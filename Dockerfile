@@ -1,0 +1,29 @@
+# CPU image of the Attention Explorer app.
+#   docker build -t attention-explorer .
+#   docker run --rm -p 8501:8501 attention-explorer      # then open http://localhost:8501
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    STREAMLIT_BROWSER_GATHER_USAGE_STATS=false \
+    HF_HUB_OFFLINE=1
+
+WORKDIR /app
+
+# Dependencies first so code edits reuse this layer. The extra index supplies the CPU build of torch==2.13.0
+# (plain PyPI would pull the CUDA build and several GB of nvidia-* wheels).
+COPY requirements.txt .
+RUN pip install --no-cache-dir --extra-index-url https://download.pytorch.org/whl/cpu -r requirements.txt
+
+COPY . .
+
+# Numeric, non-root user with a home directory (Streamlit and Hugging Face write small caches under $HOME).
+RUN useradd --create-home --uid 10001 --user-group app
+USER 10001
+
+EXPOSE 8501
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8501/_stcore/health', timeout=4)"]
+ENTRYPOINT ["streamlit", "run", "app.py", "--server.headless", "true", "--server.address", "0.0.0.0", "--server.port", "8501", "--server.fileWatcherType", "none"]

@@ -1,0 +1,131 @@
+"""The explorer pages in headless Chromium: deep links on fresh servers, URL-bound controls, notices, settings files.
+
+Sizes are kept small through the URL (n = 64), so the whole module takes a few minutes at most on two cores.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.parse
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from .helpers import REPO_ROOT, save_screenshot, streamlit_server, wait_for_app
+
+MY_PAGES = {
+    "Compare": "n=64&heads=2&methods=performer&methods=lsh&methods=scatterbrain",
+    "Sparse_plus_low_rank": "n=64&heads=1&f4_draws=1",
+    "Error_vs_entropy": "n=64&heads=1&points=4",
+    "Regime_map": "n=64&nb=2&ns=2",
+}
+
+
+def url_paths() -> list[str]:
+    """URL path of every file in pages/ (Streamlit strips the number prefix)."""
+    return [re.sub(r"^\d+_", "", p.stem) for p in sorted((REPO_ROOT / "pages").glob("*.py"))]
+
+
+def params_of(url: str) -> dict[str, list[str]]:
+    return urllib.parse.parse_qs(urllib.parse.urlparse(url).query)
+
+
+def metric_values(page: Page) -> list[str]:
+    return page.locator("[data-testid='stMetricValue']").all_inner_texts()
+
+
+def share_box(page: Page) -> str:
+    return page.locator("[data-testid='stSidebar'] [data-testid='stCode']").last.inner_text()
+
+
+@pytest.mark.parametrize("path", list(MY_PAGES))
+def test_deep_link_is_the_first_request_on_a_fresh_server(page: Page, path: str) -> None:
+    with streamlit_server() as server:
+        response = page.goto(f"{server.url}/{path}?{MY_PAGES[path]}")
+        assert response is not None and response.ok
+        wait_for_app(page)
+        heading = page.locator("[data-testid='stMain'] h1").first
+        expect(heading).to_be_visible()
+        assert path.split("_")[0].lower() in heading.inner_text().lower(), heading.inner_text()
+        # The page ran (not the home page as a fallback) and the URL settings were applied.
+        assert page.get_by_role("slider", name="Sequence length n").input_value() == "64"
+        expect(page.locator("[data-testid='stPlotlyChart']").first).to_be_visible()
+        assert not page.locator("[data-testid='stSidebarNav']").is_visible(), "Streamlit's own nav should be hidden"
+        assert "n=64" in share_box(page)
+        save_screenshot(page, f"deep_link_{path}")
+
+
+def test_every_page_opens_by_deep_link(page: Page, app_server: str) -> None:
+    for path in url_paths():
+        page.goto(f"{app_server}/{path}?n=64&heads=1&seed=3")
+        wait_for_app(page)
+        expect(page.locator("[data-testid='stMain'] h1").first).to_be_visible()
+        assert page.url.split("?")[0].endswith("/" + path), page.url
+
+
+def test_a_slider_move_updates_the_url_and_the_metrics(page: Page, app_server: str) -> None:
+    page.goto(f"{app_server}/Compare?n=64&heads=1&methods=performer&methods=lsh")
+    wait_for_app(page)
+    before = metric_values(page)
+    assert len(before) == 2
+    slider = page.get_by_role("slider", name="Temperature τ")
+    slider.focus()
+    page.keyboard.press("ArrowRight")
+    wait_for_app(page)
+    page.wait_for_timeout(500)
+    assert params_of(page.url).get("tau") == ["0.3"], page.url  # 0.2 -> next option 0.3
+    after = metric_values(page)
+    assert after != before, "the metrics did not change after the temperature moved"
+    assert "tau=0.3" in share_box(page)
+    save_screenshot(page, "compare_after_slider_move")
+
+
+def test_garbage_url_shows_a_notice_not_an_exception(page: Page, app_server: str) -> None:
+    page.goto(f"{app_server}/Compare?n=abc&tau=-5&seed=%00&heads=1&d=99999&zz={'x' * 3000}&methods=performer")
+    wait_for_app(page)  # also asserts that no exception box is shown
+    alert = page.locator("[data-testid='stAlert']").filter(has_text="Some link settings were adjusted")
+    expect(alert).to_be_visible()
+    text = alert.inner_text()
+    assert "not a number" in text and "greater than 0" in text and "maximum 256" in text
+    assert page.get_by_role("slider", name="Head dimension d").input_value() == "256"
+    save_screenshot(page, "garbage_url_notice")
+
+
+def test_navigation_keeps_the_shared_settings(page: Page, app_server: str) -> None:
+    page.goto(f"{app_server}/Compare?n=64&heads=1&tau=0.5&methods=performer")
+    wait_for_app(page)
+    page.locator("[data-testid='stSidebar']").get_by_role("link", name="Sparse + low rank").click()
+    wait_for_app(page)
+    page.wait_for_timeout(300)
+    assert "/Sparse_plus_low_rank" in page.url
+    got = params_of(page.url)
+    assert got.get("n") == ["64"] and got.get("tau") == ["0.5"], page.url
+    assert page.get_by_role("slider", name="Sequence length n").input_value() == "64"
+
+
+def test_lesson_mode_hides_the_chosen_controls(page: Page, app_server: str) -> None:
+    page.goto(f"{app_server}/Compare?n=64&heads=1&methods=performer&lesson=1&hide=seed,device,n")
+    wait_for_app(page)
+    sidebar = page.locator("[data-testid='stSidebar']")
+    expect(sidebar.get_by_text("Lesson mode")).to_be_visible()
+    assert sidebar.get_by_role("slider", name="Sequence length n").count() == 0
+    assert sidebar.get_by_text("Seed", exact=True).count() == 0
+    assert "n=64" in share_box(page) and "lesson=1" in share_box(page)
+    save_screenshot(page, "lesson_mode")
+
+
+def test_settings_file_round_trip(page: Page, app_server: str, tmp_path: Path) -> None:
+    page.goto(f"{app_server}/Compare?n=64&heads=1&methods=performer")
+    wait_for_app(page)
+    settings = {"version": 1, "page": "Compare", "params": {"n": "96", "tau": "1", "seed": "4"}}
+    file = tmp_path / "settings.json"
+    file.write_text(json.dumps(settings))
+    page.locator("[data-testid='stSidebar'] input[type='file']").set_input_files(str(file))
+    wait_for_app(page)
+    page.wait_for_timeout(500)
+    assert page.get_by_role("slider", name="Sequence length n").input_value() == "96"
+    got = params_of(page.url)
+    assert got.get("n") == ["96"] and got.get("tau") == ["1"] and got.get("seed") == ["4"], page.url
+    expect(page.get_by_text("Loaded 3 setting(s) from the file.")).to_be_visible()

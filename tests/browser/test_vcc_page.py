@@ -1,0 +1,47 @@
+"""The VCC page in a real browser: it renders its charts, and the budget and mode controls move the tree and the URL."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import Page, expect
+
+from .helpers import save_screenshot, wait_for_app
+
+
+def metric_value(page: Page, label: str) -> str:
+    box = page.locator("[data-testid='stMetric']").filter(has_text=label).first
+    return box.locator("[data-testid='stMetricValue']").inner_text().strip()
+
+
+def test_vcc_page_controls_move_the_tree(page: Page, app_server: str) -> None:
+    response = page.goto(app_server + "/VCC?n=128&vip=16")
+    assert response is not None and response.ok
+    wait_for_app(page)
+    expect(page.locator("[data-testid='stMain'] h1").first).to_contain_text("VCC")
+    charts = page.locator("[data-testid='stPlotlyChart'] .main-svg")
+    expect(charts.first).to_be_visible(timeout=60_000)
+    assert charts.count() >= 6, (
+        f"expected the tree, three heatmaps, the sweep, cost and storage charts; got {charts.count()}"
+    )
+    # n = 128, 16 VIP tokens, k = 16: 112 tokens in 7 blocks; h = 4 refines 4 of them.
+    assert metric_value(page, "Compressed length r") == str(16 + 7 + 4 * 15)
+    save_screenshot(page, "vcc_default")
+
+    slider = page.get_by_role("slider", name="Budget h")
+    slider.focus()
+    page.keyboard.press("ArrowRight")
+    wait_for_app(page)
+    expect(page).to_have_url(re.compile(r"[?&]h=5(&|$)"))
+    assert metric_value(page, "Compressed length r") == str(16 + 7 + 5 * 15)
+
+    compression = page.locator("[data-testid='stRadio']").filter(has_text="Compression")
+    compression.get_by_text("tree", exact=True).click()
+    wait_for_app(page)
+    expect(page).to_have_url(re.compile(r"[?&]mode=tree"))
+    caption = page.locator("[data-testid='stCaptionContainer']").filter(has_text="Splits per level").first
+    splits = [int(x) for x in re.search(r"root first\): \[([0-9, ]+)\]", caption.inner_text()).group(1).split(",")]
+    assert len(splits) == 7 and splits[0] == 1, splits  # 112 tokens: a 128-slot dyadic tree, 7 levels split
+    assert metric_value(page, "Compressed length r") == str(16 + 1 + sum(splits))
+    path = save_screenshot(page, "vcc_tree_mode")
+    assert path.stat().st_size > 20_000

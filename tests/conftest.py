@@ -1,0 +1,28 @@
+"""Settings shared by every test: a fixed torch thread count and seeded global RNGs, plus the repo root."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+# CI has 2 cores; a fixed count also keeps float reductions reproducible between machines.
+torch.set_num_threads(2)
+
+
+@pytest.fixture(autouse=True)
+def _seed_global_rngs() -> None:
+    """Tests seed their own draws; this only pins any incidental use of the global generators."""
+    random.seed(0)
+    np.random.seed(0)
+    torch.manual_seed(0)
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO_ROOT

@@ -1,0 +1,80 @@
+"""The Scaling page renders, measures tiny sizes live with a progress bar, stops at its limits and shows committed
+results labelled with their device (Streamlit AppTest, no browser)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "app.py")
+PAGE = "pages/8_Scaling.py"
+TIMEOUT = 180
+
+
+def open_page(methods: list[str] | None = None, sizes: tuple[int, int] | None = None, **query: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.switch_page(PAGE)
+    for key, value in query.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    if methods is not None:
+        at.multiselect(key="methods").set_value(methods).run()
+    if sizes is not None:
+        at.select_slider(key="sizes").set_value(sizes).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def measure(at: AppTest) -> AppTest:
+    next(b for b in at.button if b.label == "Measure").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def chart_traces(at: AppTest, index: int) -> dict[str, Any]:
+    spec = json.loads(at.get("plotly_chart")[index].proto.spec)
+    return {trace.get("name"): trace for trace in spec["data"]}
+
+
+def test_page_waits_for_measure_then_measures_tiny_sizes() -> None:
+    at = open_page(methods=["performer", "local"], sizes=(64, 256))
+    assert at.title[0].value.endswith("Scaling")
+    assert not at.get("plotly_chart"), "nothing is measured before the button is pressed"
+    measure(at)
+    charts = at.get("plotly_chart")
+    assert len(charts) == 2  # time and memory
+    names = set(chart_traces(at, 0))
+    assert any(name.startswith("Performer (FAVOR+) (slope") for name in names), names
+    assert any(name.startswith("Exact softmax (slope") for name in names), names
+    assert any("FLOPs at GEMM rate" in name for name in names)
+    assert any(name.endswith("model") for name in chart_traces(at, 1))
+    assert [s.value for s in at.success], "all sizes fit in the default limits"
+    table = at.dataframe[0].value
+    assert set(table["method"]) == {"Performer (FAVOR+)", "Local window", "Exact softmax"}
+    assert (table["largest n"] == 256).all()
+
+
+def test_tight_memory_limit_stops_and_says_where() -> None:
+    at = open_page(methods=["performer"], sizes=(64, 65536), exact="false", memory_mib="128")
+    measure(at)
+    warnings = [w.value for w in at.warning]
+    assert warnings and "stopped at n =" in warnings[0] and "MiB" in warnings[0], warnings
+
+
+def test_committed_results_are_labelled_with_their_device(tmp_path: Path) -> None:
+    results = sorted((ROOT / "benchmarks" / "results").glob("scaling_*.json"))
+    at = open_page()
+    options = at.multiselect(key="committed").options
+    assert len(options) == len(results)
+    if results:  # the committed tables (CPU; GPU when measured) can be overlaid without measuring
+        payload = json.loads(results[0].read_text())
+        label = next(o for o in options if o.startswith(payload["machine"]["device"] + ":"))
+        at.multiselect(key="committed").set_value([label]).run()
+        assert not at.exception
+        names = set(chart_traces(at, 0))
+        assert any(payload["machine"]["device"] in name for name in names), names

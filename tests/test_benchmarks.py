@@ -1,0 +1,253 @@
+"""The benchmark harness at tiny sizes: profiling helpers, the suite's CSV/JSON, the peers at equal settings,
+the bounded live scaling run and the interactive-path timer. No timing assertions: the machine is shared."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import core
+from benchmarks import interactive, suite
+from core import profiling
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# ------------------------------------------------------------------ profiling helpers
+
+
+def test_loglog_slope_recovers_power_laws() -> None:
+    ns = [1024, 2048, 4096, 8192]
+    assert profiling.loglog_slope(ns, [3e-9 * n**2 for n in ns]) == pytest.approx(2.0)
+    assert profiling.loglog_slope(ns, [5e-6 * n for n in ns]) == pytest.approx(1.0)
+    assert math.isnan(profiling.loglog_slope([1024], [1.0]))
+    assert math.isnan(profiling.loglog_slope([1024, 2048], [0.0, float("nan")]))
+
+
+def test_crossover_interpolates_in_log_space() -> None:
+    ns = [1024, 2048, 4096]
+    reference = [1.0, 4.0, 16.0]  # quadratic
+    # twice as slow at 1024, twice as fast at 2048: equal at sqrt(1024 * 2048) on log axes
+    assert profiling.crossover(ns, [2.0, 2.0, 2.0], reference) == pytest.approx(math.sqrt(1024 * 2048))
+    assert profiling.crossover(ns, [0.5, 1.0, 2.0], reference) == 1024  # faster everywhere
+    assert profiling.crossover(ns, [2.0, 8.0, 32.0], reference) is None  # never faster
+    # faster at 2048 but slower again at 4096: the crossing after the last slower point counts, none here
+    assert profiling.crossover(ns, [2.0, 2.0, 17.0], reference) is None
+
+
+def test_time_call_respects_repeats_and_budget() -> None:
+    calls = []
+    timing = profiling.time_call(lambda: calls.append(1), warmup=2, repeats=5)
+    assert timing.repeats == 5 and len(calls) == 7
+    assert timing.median >= 0 and timing.spread >= 0
+    slow = profiling.time_call(lambda: sum(range(200_000)), warmup=0, repeats=50, budget_s=0.0)
+    assert slow.repeats == 1  # the budget stops after min_repeats
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the RSS high-water mark is read from /proc")
+def test_cpu_peak_memory_sees_a_large_temporary() -> None:
+    size = 64 * 2**20  # 64 MiB of float32, freed before the call returns
+
+    def allocate() -> float:
+        x = torch.ones(size // 4)
+        return float(x[-1])
+
+    _, peak = profiling.measure_peak(allocate, "cpu")
+    assert peak.bytes is not None
+    assert 60 * 2**20 <= peak.bytes <= 160 * 2**20, peak
+    _, small = profiling.measure_peak(lambda: torch.ones(16).sum(), "cpu")
+    assert small.bytes is not None and small.bytes < 16 * 2**20
+
+
+def test_model_cost_matches_the_engine_cost() -> None:
+    x = core.data.gaussian(256, 32, 0, heads=3)
+    for method in ("performer", "lsh", "nystrom", "exact"):
+        params = core.budget_params(method, 256, 32, 1 / 8)
+        engine = core.approximate(method, x.q, x.k, x.v, **params).cost
+        assert profiling.model_cost(method, 256, 32, 3, params) == engine
+
+
+def test_machine_facts_and_gemm_rate() -> None:
+    facts = profiling.machine_facts("cpu")
+    assert facts["device"] == "cpu" and facts["torch"] == torch.__version__ and facts["threads"] >= 1
+    assert profiling.gemm_rate("cpu", size=128, repeats=2) > 1e6  # FLOP/s
+
+
+# ------------------------------------------------------------------ the suite
+
+
+def test_budget_plan_keeps_parameters_fixed_as_n_grows() -> None:
+    settings = suite.Settings(sizes=(2048, 16384), row_budget=256)
+    jobs = suite.plan(settings, ["performer", "lsh"], [], ["sdpa"])
+    params = {(entry, n): p for entry, n, p, _ in jobs}
+    assert params[("performer", 2048)]["features"] == params[("performer", 16384)]["features"] == 128
+    # lsh: chunk = n / buckets stays at row_budget / rounds
+    for n in (2048, 16384):
+        assert n // params[("lsh", n)]["buckets"] == 128
+    assert [entry for entry, n, _, _ in jobs if n == 2048][0] == "sdpa"  # the reference runs first
+
+
+def test_oracles_and_exact_are_not_benchmarked() -> None:
+    names = suite.benchmarked_methods()
+    assert not {"topk", "svd", "rpca", "exact"} & set(names)
+    assert {"performer", "lsh", "nystrom"} <= set(names)
+
+
+@pytest.mark.slow
+def test_suite_writes_valid_csv_and_json(tmp_path: Path) -> None:
+    """One method (and its peer when installed) at n = 128: every output file is complete and parseable.
+
+    Each entry runs in its own subprocess (the real path), so this takes a few seconds per entry."""
+    code = suite.main(
+        [
+            "--quick",
+            "--methods",
+            "performer",
+            "--sizes",
+            "128",
+            "--out",
+            str(tmp_path),
+            "--max-repeats",
+            "2",
+            "--time-budget",
+            "0.5",
+            "--device",
+            "cpu",
+        ]
+    )
+    assert code == 0
+    rows = list(csv.DictReader((tmp_path / "scaling_cpu.csv").open()))
+    entries = {(r["entry"], int(r["n"])): r for r in rows}
+    for entry in ("sdpa", "gemm_qk", "performer"):
+        for n in (128,):
+            row = entries[(entry, n)]
+            assert row["status"] == "ok", row
+            assert float(row["time_s"]) > 0 and 1 <= int(row["repeats"]) <= 2
+            assert float(row["peak_mib"]) >= 0
+    assert 0 < float(entries[("performer", 128)]["error"]) < 2  # measured against SDPA's output
+    assert json.loads(entries[("performer", 128)]["params"])["features"] == 64  # 256 per query -> 128 / 2
+    payload = json.loads((tmp_path / "scaling_cpu.json").read_text())
+    assert payload["machine"]["device"] == "cpu" and payload["machine"]["torch"] == torch.__version__
+    assert payload["machine"]["threads"] >= 1 and payload["machine"]["gemm_gflops"] > 0
+    assert payload["settings"]["row_budget"] == 256 and payload["settings"]["heads"] == 8
+    derived = payload["derived"]["performer"]
+    assert set(derived) >= {"slope", "ratio_to_sdpa", "crossover_vs_sdpa"}
+    assert derived["ratio_to_sdpa"]["128"] > 0
+    peer_installed = any(r["entry"] == "performer_pytorch" for r in rows)
+    if peer_installed:
+        assert entries[("performer_pytorch", 128)]["status"] == "ok"
+        assert derived["ratio_to_peer"]["128"] > 0
+    markdown = (tmp_path / "scaling_cpu.md").read_text()
+    assert "| performer | 128 |" in markdown and "slope" in markdown
+
+
+def test_worker_reports_skips_instead_of_failing(tmp_path: Path) -> None:
+    """A size the engine refuses (its memory guard) is recorded as skipped, not as a crash."""
+    inputs = tmp_path / "inputs.pt"
+    torch.save(suite.make_inputs(64, suite.Settings(sizes=(64,), heads=2)), inputs)
+    job = {
+        **suite.Settings(sizes=(64,), heads=2).__dict__,
+        "sizes": None,
+        "entry": "lsh",
+        "n": 64,
+        "params": {"rounds": 99, "buckets": 4},
+        "inputs": str(inputs),
+        "reference": None,
+        "device": "cpu",
+    }
+    result = suite.run_worker(job)
+    assert result["status"].startswith("skipped: lsh.rounds")
+
+
+# ------------------------------------------------------------------ peers at equal settings
+
+
+def _inputs(n: int = 512, heads: int = 2) -> core.data.Inputs:
+    return core.data.clustered(n, 64, n // 64, 0.3, 0, heads=heads)
+
+
+def test_local_peer_computes_exactly_our_band() -> None:
+    pytest.importorskip("local_attention")
+    from benchmarks import peers
+
+    x = _inputs()
+    ours = core.approximate("local", x.q, x.k, x.v, scale=3.0, window=64).output
+    theirs = peers.local_peer(x.q, x.k, x.v, 3.0, 64).call()
+    assert torch.allclose(ours, theirs, atol=1e-5)
+
+
+def test_nystrom_peer_matches_ours_at_equal_landmarks() -> None:
+    pytest.importorskip("nystrom_attention")
+    from benchmarks import peers
+
+    x = _inputs()
+    exact = core.approximate("exact", x.q, x.k, x.v, scale=3.0).output
+    for landmarks in (64, 60):  # 60 does not divide n: the peer pads at the front and masks
+        ours = core.approximate("nystrom", x.q, x.k, x.v, scale=3.0, landmarks=landmarks).output
+        theirs = peers.nystrom_peer(x.q, x.k, x.v, 3.0, landmarks, 6).call()
+        err_ours = core.metrics.relative_output_error(ours, exact).mean()
+        err_theirs = core.metrics.relative_output_error(theirs, exact).mean()
+        assert abs(err_ours - err_theirs) < 0.01, (landmarks, err_ours, err_theirs)
+
+
+def test_performer_and_reformer_peers_run_at_our_temperature() -> None:
+    pytest.importorskip("performer_pytorch")
+    pytest.importorskip("reformer_pytorch")
+    from benchmarks import peers
+
+    x = _inputs()
+    exact = core.approximate("exact", x.q, x.k, x.v, scale=3.0).output
+    perf = peers.performer_peer(x.q, x.k, x.v, 3.0, 256, seed=0)
+    out = perf.call()
+    assert torch.equal(out, perf.call())  # the projection is drawn once, not per call
+    assert core.metrics.relative_output_error(out, exact).mean() < 0.9  # the same kernel, not a different beta
+    lsh = peers.reformer_peer(x.q, x.v, 3.0, rounds=2, buckets=8, seed=0)
+    out = lsh.call()
+    assert torch.equal(out, lsh.call())  # seeded rotations
+    own = core.metrics.relative_output_error(out, peers.reformer_target(x.q, x.v, 3.0)).mean()
+    assert own < 0.9
+    assert peers.reformer_bucket_size(512, 8) == 64 and peers.reformer_bucket_size(512, 7) is None
+
+
+# ------------------------------------------------------------------ live scaling run (the page's engine)
+
+
+def test_scaling_run_measures_then_stops_at_the_time_limit() -> None:
+    points = profiling.scaling_run(["performer"], [64, 128, 256], heads=1, point_limit_s=0.0, total_limit_s=60)
+    assert [p.n for p in points] == [64, 128, 256]
+    assert points[0].status == "ok" and points[0].seconds > 0 and points[0].model_flops > 0
+    assert points[1].status.startswith("stopped: would take")
+    assert points[2].status == "stopped: an earlier size hit a limit"
+
+
+def test_scaling_run_stops_before_the_memory_limit() -> None:
+    points = profiling.scaling_run(["exact"], [64, 4096], heads=1, memory_limit_bytes=2**20, total_limit_s=60)
+    assert points[0].status == "ok"
+    assert "MiB" in points[1].status and math.isnan(points[1].seconds)
+
+
+def test_scaling_run_records_refused_parameters() -> None:
+    points = profiling.scaling_run(["topk"], [64, 4096], heads=1, total_limit_s=60)  # the oracle caps n at 2048
+    assert points[0].status == "ok"
+    assert points[1].status == "stopped: n: topk accepts n <= 2048"
+
+
+# ------------------------------------------------------------------ interactive-path timer
+
+
+def test_interactive_measurements_have_every_part() -> None:
+    engine = interactive.engine_only(["performer", "lsh"], repeats=1, n=64, heads=1)
+    assert {"exact", "performer", "lsh"} <= set(engine["parts"]) and engine["seconds"] > 0
+    page = interactive.compare_page(["performer"], repeats=1, n=64, heads=1, clusters=4)
+    assert {"inputs", "exact", "performer"} <= set(page["parts"])
+    sweep = interactive.sweep(heads=1, repeats=1, methods=("performer", "local"), n=64)
+    labels = set(sweep["parts"])
+    assert "exact attention" in labels and len(labels) == 3 and sweep["settings"]["points"] == 24
+    text = interactive.table({"sweep": {**sweep, "goal_s": 5.0}})
+    assert "| sweep |" in text

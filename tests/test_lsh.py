@@ -1,0 +1,118 @@
+"""LSH sparse attention (Reformer/SMYRF): exactness with one bucket, recall vs rounds, union semantics, linear cost."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+import core
+
+
+class LargestTensor(TorchDispatchMode):
+    """Records the largest tensor (in elements) any torch op produces while active."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.largest = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        out = func(*args, **(kwargs or {}))
+        for item in tree_flatten(out)[0]:
+            if isinstance(item, torch.Tensor):
+                self.largest = max(self.largest, item.numel())
+        return out
+
+
+def masked_reference(q: torch.Tensor, k: torch.Tensor, beta: float, support: torch.Tensor) -> torch.Tensor:
+    """Softmax restricted to the support, each pair counted once (the union of the rounds)."""
+    logits = beta * q.double() @ k.double().transpose(-1, -2)
+    weights = torch.exp(logits - logits.amax(-1, keepdim=True)) * support
+    return weights / weights.sum(-1, keepdim=True)
+
+
+@pytest.mark.parametrize("rounds", [1, 3])
+@pytest.mark.parametrize("beta", [0.2, 2.0, 50.0])
+def test_one_bucket_is_exact(rounds: int, beta: float) -> None:
+    x = core.data.gaussian(70, 16, seed=0, heads=2, dtype=torch.float64)
+    result = core.approximate("lsh", x.q, x.k, x.v, scale=beta, rounds=rounds, buckets=1)
+    exact = torch.softmax(beta * x.q @ x.k.transpose(-1, -2), dim=-1)
+    assert bool(result.parts["support"].all())
+    torch.testing.assert_close(result.attention(), exact, rtol=0, atol=1e-10)
+    torch.testing.assert_close(result.output, exact @ x.v, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize(("rounds", "buckets"), [(1, 4), (2, 4), (4, 8), (3, 5)])
+def test_output_is_softmax_over_the_union_of_rounds_each_pair_once(rounds: int, buckets: int) -> None:
+    """Q != K (hashed separately); pairs found in several rounds must not be double counted."""
+    x = core.data.gaussian(96, 16, seed=1, dtype=torch.float64)
+    beta = 1.5
+    result = core.approximate("lsh", x.q, x.k, x.v, scale=beta, seed=3, rounds=rounds, buckets=buckets)
+    support = result.parts["support"]
+    per_round = result.parts["support_rounds"]
+    assert per_round.shape == (1, rounds, 96, 96)
+    assert torch.equal(per_round.any(dim=1), support)
+    if rounds > 1:
+        assert bool((per_round.sum(1) > 1).any())  # some pairs are found twice: the case being tested
+    reference = masked_reference(x.q, x.k, beta, support)
+    torch.testing.assert_close(result.attention(), reference, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(result.output, reference @ x.v, rtol=1e-9, atol=1e-10)
+
+
+def test_balanced_chunks_each_query_sees_about_n_over_buckets_keys_per_round() -> None:
+    x = core.data.gaussian(128, 16, seed=2, dtype=torch.float64)
+    result = core.approximate("lsh", x.q, x.k, x.v, rounds=2, buckets=8)
+    per_round = result.parts["support_rounds"]
+    keys_per_query = per_round.sum(-1)
+    assert bool((keys_per_query == 16).all())  # 128 / 8, whatever the raw bucket sizes
+
+
+def recall_of_top_entries(x: core.data.Inputs, beta: float, rounds: int, buckets: int, seeds: range) -> float:
+    logits = x.q[0].double() @ x.k[0].double().T
+    top = torch.zeros_like(logits, dtype=torch.bool).scatter(-1, logits.topk(8, dim=-1).indices, True)
+    found = []
+    for seed in seeds:
+        support = core.approximate("lsh", x.q, x.k, x.v, scale=beta, seed=seed, rounds=rounds,
+                                   buckets=buckets).parts["support"][0]
+        found.append(float((support & top).sum() / top.sum()))
+    return sum(found) / len(found)
+
+
+def test_more_rounds_recall_more_of_the_true_top_entries() -> None:
+    x = core.data.clustered(256, 32, clusters=16, spread=0.5, seed=0)
+    recalls = [recall_of_top_entries(x, 4.0, rounds, 16, range(2)) for rounds in (1, 2, 4, 8)]
+    assert all(a < b for a, b in zip(recalls, recalls[1:], strict=False)), recalls
+    # and hashing is far better than chance (1/16 of keys per round)
+    assert recalls[0] > 3 / 16, recalls
+
+
+def test_lsh_finds_the_large_entries_better_than_chance_on_gaussian_qk() -> None:
+    x = core.data.gaussian(256, 32, seed=4)
+    recall = recall_of_top_entries(x, 1.0, 1, 16, range(4))
+    assert recall > 1.5 / 16  # chance is 1/16 of the keys
+
+
+def test_cost_grows_linearly_in_n_at_fixed_bucket_size() -> None:
+    """O(n * bucket size): analytic memory and FLOPs, and the largest tensor actually built, grow ~linearly."""
+    chunk = 32
+    memory, flops, largest = {}, {}, {}
+    for n in (1024, 2048, 4096):
+        x = core.data.gaussian(n, 32, seed=0)
+        with LargestTensor() as tracker:
+            result = core.approximate("lsh", x.q, x.k, x.v, rounds=2, buckets=n // chunk)
+        memory[n], flops[n], largest[n] = result.cost.memory, result.cost.flops, tracker.largest
+        assert result.cost.memory < n * n / 8
+    for n in (1024, 2048):
+        assert memory[2 * n] / memory[n] == pytest.approx(2, rel=0.05), memory
+        # sorting adds a log factor: allow 2.3 per doubling, a quadratic term would give ~4
+        assert flops[2 * n] / flops[n] < 2.3, flops
+    assert largest[4096] / largest[1024] < 4 * 1.25, largest
+
+
+def test_fixed_bucket_count_memory_matches_budget() -> None:
+    """With buckets fixed, chunk = n / buckets: the memory is rounds * n^2 / buckets (a fixed fraction)."""
+    n = 1024
+    x = core.data.gaussian(n, 16, seed=0)
+    result = core.approximate("lsh", x.q, x.k, x.v, rounds=2, buckets=16)
+    assert result.cost.memory == pytest.approx(2 * n * n / 16, rel=0.01)

@@ -1,0 +1,186 @@
+"""Shared UI helpers for the Attention Explorer pages. A small, stable API; pages stay thin.
+
+Guide for page authors
+======================
+
+A page (``pages/N_Title.py``, auto-discovered; never call ``st.navigation``) looks like this::
+
+    import streamlit as st
+    import ui
+
+    ui.page("Compare", icon="🔍")            # FIRST: page config + URL-state bookkeeping for this run
+    s = ui.sidebar()                          # the shared sidebar -> ui.Settings (every control in the URL)
+    ui.explain("Two or three plain sentences for a student.", r"\\mathrm{softmax}(\\beta QK^\\top)")
+    rank = ui.int_slider("Rank", "rank", 1, 64, 8)          # page control bound to ?rank=
+    res = s.run("performer", ui.method_controls(s, "performer"))   # cached engine call
+    ui.show_figure(ui.heatmap(res.attention[s.head], "Performer", factor=res.factor),
+                   "performer_heatmap", data={"attention": res.attention[s.head]})
+    ui.finish()                               # LAST: notices, share link, settings download/upload
+
+Shared settings (``ui.Settings`` from ``ui.sidebar()``)
+    ``s.spec`` (hashable ``InputSpec``: source, n, d, heads, clusters, spread, seed, text, layer), ``s.tau``,
+    ``s.beta`` (= 1/tau, pass as ``scale``), ``s.seed``, ``s.device_used``, ``s.fraction`` (budget), ``s.head``.
+    ``s.inputs()`` -> numpy q, k, v (H, n, d); ``s.exact()``; ``s.entropy()``; ``s.run(method, params)`` ->
+    ``MethodResult`` (block-reduced attention/error maps, per-head metrics, memory, FLOPs, seconds);
+    ``s.parts(method, params, names)`` -> dense parts of the shown head. Keyword options of ``ui.sidebar``:
+    ``sources=("clustered", "gaussian")`` to refuse the real model, ``max_n=1024``, ``show_budget=False``,
+    ``defaults={"n": 256}``.
+
+Caching
+    Put heavy work in ``@st.cache_data`` functions keyed on scalars (``s.spec``, ``s.beta``, params via
+    ``ui.params_key(params)``), returning numpy arrays. ``ui.compute`` has the shared ones. A long computation
+    that updates a progress bar must not run inside ``st.cache_data`` (it replays Streamlit calls); use
+    ``ui.cached_with_progress(name, key, lambda: work(progress=bar_update))`` instead.
+
+Controls bound to the URL (``key`` = URL parameter; letters, digits and ``_`` only)
+    ``ui.int_slider``, ``ui.int_input``, ``ui.float_slider``, ``ui.log_slider`` (numbers snap to options),
+    ``ui.range_slider``, ``ui.choice`` (selectbox/radio/select_slider), ``ui.toggle``, ``ui.text_area``,
+    ``ui.text_line``, ``ui.multiselect``, ``ui.method_picker``. All take ``help=`` and ``where=`` (a
+    container, e.g. ``st.sidebar`` or a column). Bad URL values are clamped/snapped/reset with a visible
+    notice; call ``ui.notice(msg)`` for your own.
+    Method knobs: ``ui.method_controls(s, method, where=...)`` builds controls from the method's ParamSpecs,
+    with keys ``<method>_<param>`` and a "Linked to budget" toggle ``<method>_linked``.
+    Inside ``st.fragment`` functions the controls work the same way (the fragment reruns alone; the browser
+    URL follows at once, the sidebar's share box on the next full rerun).
+
+Figures and export
+    ``ui.heatmap(matrix, title, kind="attention"|"error"|"mask"|"signed", log=..., factor=...)`` (Plotly,
+    <= 512 x 512, block-reduce with ``ui.display(a)`` / ``ui.block_reduce``; caption with
+    ``ui.downsample_caption(n, factor)``); ``ui.line_figure(title, x, y)`` for curves (add traces with
+    ``ui.method_colour(i)``). ``ui.show_figure(fig, name, data=..., png=callable)`` draws it with an Export menu:
+    full-resolution PNG (``png=lambda: ui.png_bytes(full_matrix, kind)``), HTML, data as CSV (DataFrame) or NPZ
+    (dict of arrays, or a callable returning one), and settings JSON.
+
+Explanations
+    ``ui.explain(text, latex)``: 2-3 plain sentences and the formula. Keep one per view.
+
+Lesson mode
+    ``?lesson=1&hide=seed,device,n`` hides those controls (any key, including page controls and method knobs);
+    hidden controls keep the link's values. Nothing to do in a page: every ``ui`` control honours it.
+
+Temperature convention: logits = q.k / tau, beta = 1/tau. Synthetic inputs: ``scale=s.beta``. Real model:
+q is pre-scaled, so tau = 1 is the model's own attention, and ``scale=s.beta`` again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from ui.compute import (
+    DISPLAY_MAX,
+    InputSpec,
+    MethodResult,
+    block_factor,
+    block_reduce,
+    cached_with_progress,
+    display,
+    params_key,
+)
+from ui.figures import (
+    downsample_caption,
+    explain,
+    heatmap,
+    line_figure,
+    method_colour,
+    png_bytes,
+    show_figure,
+)
+from ui.sidebar import (
+    TAU_OPTIONS,
+    Settings,
+    fmt_fraction,
+    method_controls,
+    method_label,
+    method_picker,
+    param_key,
+    registered_methods,
+    sidebar,
+)
+from ui.state import (
+    choice,
+    float_slider,
+    hidden_keys,
+    int_input,
+    int_slider,
+    lesson_mode,
+    log_slider,
+    multiselect,
+    notice,
+    page_url,
+    range_slider,
+    settings_payload,
+    text_area,
+    text_line,
+    toggle,
+)
+
+__all__ = [
+    "DISPLAY_MAX",
+    "InputSpec",
+    "MethodResult",
+    "Settings",
+    "TAU_OPTIONS",
+    "block_factor",
+    "cached_with_progress",
+    "block_reduce",
+    "choice",
+    "display",
+    "downsample_caption",
+    "explain",
+    "finish",
+    "float_slider",
+    "fmt_fraction",
+    "heatmap",
+    "hidden_keys",
+    "int_input",
+    "int_slider",
+    "lesson_mode",
+    "line_figure",
+    "log_slider",
+    "method_colour",
+    "method_controls",
+    "method_label",
+    "method_picker",
+    "multiselect",
+    "notice",
+    "page",
+    "page_url",
+    "param_key",
+    "params_key",
+    "png_bytes",
+    "range_slider",
+    "registered_methods",
+    "settings_payload",
+    "show_figure",
+    "sidebar",
+    "text_area",
+    "text_line",
+    "toggle",
+]
+
+
+def page(title: str, icon: str = ":material/insights:", url_path: str | None = None) -> Any:
+    """Start a page: page config, then URL-state bookkeeping. Call first on every page.
+
+    icon: a Material icon name such as ":material/compare:" (emoji need an emoji font on the viewer's machine).
+    url_path: the page's URL path (defaults to the title with spaces as underscores, as Streamlit names
+    files in pages/, e.g. "Sparse_plus_low_rank").
+    """
+    from ui import state
+
+    st.set_page_config(page_title=f"{title} · Attention Explorer", page_icon=icon, layout="wide")
+    # The shared sidebar draws its own navigation (Home instead of "app", and links that keep the settings).
+    st.set_option("client.showSidebarNavigation", False)
+    # On a fresh server the first page has already been sent Streamlit's own navigation; hide it there too.
+    st.html("<style>[data-testid='stSidebarNav'], [data-testid='stSidebarNavSeparator'] {display: none;}</style>")
+    st.title(title)
+    return state.begin_page(title, url_path if url_path is not None else title.replace(" ", "_"))
+
+
+def finish() -> None:
+    """End a page: show notices, the share link and settings download/upload. Call last on every page."""
+    from ui import state
+
+    state.finish_page()

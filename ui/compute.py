@@ -1,0 +1,347 @@
+"""Cached engine calls. Everything is keyed on scalar settings and returns numpy arrays (never tensors).
+
+Inputs, exact attention and each method's result are cached separately, so moving one method's knob
+recomputes only that method. Dense matrices above ``DISPLAY_MAX`` are block-reduced before caching.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import asdict, dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+import streamlit as st
+import torch
+
+import core
+from core import device as core_device
+from core import metrics
+
+DISPLAY_MAX = 512  # largest side of a matrix sent to the browser
+CACHE_FULL_MAX_N = 1024  # above this n, cached results keep only block-reduced matrices
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """Everything that determines q, k, v (hashable; the cache key of every engine call)."""
+
+    source: str  # clustered | gaussian | real
+    n: int
+    d: int
+    heads: int
+    clusters: int
+    spread: float
+    seed: int
+    text: str = ""
+    layer: int = 0
+
+    def describe(self) -> str:
+        if self.source == "real":
+            return f"MiniLM layer {self.layer}, {self.heads} heads, n = {self.n} tokens, d = {self.d}"
+        extra = f", {self.clusters} clusters, σ = {self.spread:g}" if self.source == "clustered" else ""
+        return f"{self.source}: n = {self.n}, d = {self.d}, {self.heads} head(s){extra}, seed {self.seed}"
+
+
+@dataclass
+class InputArrays:
+    q: np.ndarray  # (H, n, d) float32
+    k: np.ndarray
+    v: np.ndarray
+    labels: np.ndarray | None
+    tokens: list[str] | None
+    model_attention: np.ndarray | None  # the real model's own attention (H, n, n)
+
+
+@st.cache_resource(show_spinner="Running the MiniLM model on the text…", max_entries=4)
+def real_model(text: str) -> core.data.RealInputs:
+    """The real model's q, k, v for every layer and head (shared, read-only)."""
+    return core.data.real(text)
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def real_token_count(text: str) -> int:
+    return len(real_model(text).tokens)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def load_inputs(spec: InputSpec) -> InputArrays:
+    """q, k, v as float32 numpy arrays (H, n, d)."""
+    if spec.source == "real":
+        run = real_model(spec.text)
+        return InputArrays(
+            q=run.q[spec.layer].numpy().copy(),
+            k=run.k[spec.layer].numpy().copy(),
+            v=run.v[spec.layer].numpy().copy(),
+            labels=None,
+            tokens=list(run.tokens),
+            model_attention=run.attentions[spec.layer].numpy().copy(),
+        )
+    if spec.source == "gaussian":
+        x = core.data.gaussian(spec.n, spec.d, spec.seed, heads=spec.heads)
+    else:
+        x = core.data.clustered(spec.n, spec.d, spec.clusters, spec.spread, spec.seed, heads=spec.heads)
+    labels = None if x.labels is None else x.labels.numpy()
+    return InputArrays(x.q.numpy(), x.k.numpy(), x.v.numpy(), labels, None, None)
+
+
+def tensors(spec: InputSpec, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    arrays = load_inputs(spec)
+    return tuple(torch.from_numpy(a).to(device) for a in (arrays.q, arrays.k, arrays.v))  # type: ignore[return-value]
+
+
+# ------------------------------------------------------------------ downsampling
+
+
+def block_factor(n: int, limit: int = DISPLAY_MAX) -> int:
+    return max(1, math.ceil(n / limit))
+
+
+def block_reduce(a: np.ndarray, factor: int, mode: str = "max") -> np.ndarray:
+    """Reduce the last two axes by ``factor`` (padding the edge). mode: max | absmax (signed) | mean | any."""
+    if factor <= 1:
+        return a
+    *lead, rows, cols = a.shape
+    pr, pc = (-rows) % factor, (-cols) % factor
+    fill = {"max": -np.inf, "absmax": 0.0, "mean": np.nan, "any": 0}[mode]
+    if pr or pc:
+        padded = np.full((*lead, rows + pr, cols + pc), fill, dtype=np.float64 if mode == "mean" else a.dtype)
+        padded[..., :rows, :cols] = a
+        a = padded
+    shaped = a.reshape(*lead, (rows + pr) // factor, factor, (cols + pc) // factor, factor)
+    if mode == "max":
+        return shaped.max(axis=(-3, -1))
+    if mode == "any":
+        return shaped.max(axis=(-3, -1))
+    if mode == "mean":
+        return np.nanmean(shaped, axis=(-3, -1)).astype(np.float32)
+    flat = np.moveaxis(shaped, -3, -2).reshape(*shaped.shape[:-4], shaped.shape[-4], shaped.shape[-2], -1)
+    index = np.abs(flat).argmax(axis=-1)
+    return np.take_along_axis(flat, index[..., None], axis=-1)[..., 0]
+
+
+def display(a: np.ndarray, mode: str = "max") -> np.ndarray:
+    """Block-reduce (..., n, n) to at most DISPLAY_MAX per side."""
+    return block_reduce(a, block_factor(a.shape[-1]), mode)
+
+
+# ------------------------------------------------------------------ exact attention
+
+
+@dataclass
+class ExactResult:
+    attention: np.ndarray  # (H, n, n) if n <= CACHE_FULL_MAX_N else block-max reduced
+    reduced: bool
+    output: np.ndarray  # (H, n, dv)
+    entropy: np.ndarray  # (H,) mean row entropy, nats
+    seconds: float
+    device: str
+
+
+def resolve(device_name: str) -> torch.device:
+    try:
+        return core_device.resolve_device(device_name)
+    except core.ParameterError:
+        return torch.device("cpu")
+
+
+@st.cache_data(show_spinner=False, max_entries=12)
+def exact(spec: InputSpec, beta: float, device_name: str) -> ExactResult:
+    dev = resolve(device_name)
+    q, k, v = tensors(spec, dev)
+    start = time.perf_counter()
+    result = core.approximate("exact", q, k, v, scale=beta, seed=0)
+    core_device.synchronize(dev)
+    seconds = time.perf_counter() - start
+    attention = result.attention()
+    entropy = metrics.mean_row_entropy(attention).cpu().numpy()
+    dense = attention.float().cpu().numpy()
+    reduced = spec.n > CACHE_FULL_MAX_N
+    if reduced:
+        dense = display(dense)
+    return ExactResult(dense, reduced, result.output.float().cpu().numpy(), entropy, seconds, dev.type)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def entropy_at(spec: InputSpec, beta: float) -> float:
+    """Mean row entropy (nats) of the exact attention at this beta, averaged over heads."""
+    return float(exact(spec, beta, "cpu").entropy.mean()) if spec.n <= 2048 else float("nan")
+
+
+# ------------------------------------------------------------------ one method
+
+
+@dataclass
+class MethodResult:
+    method: str
+    params: dict[str, Any]
+    attention: np.ndarray  # (H, r, r): block-max reduced to <= DISPLAY_MAX
+    error: np.ndarray  # (H, r, r): approx - exact, reduced keeping the signed largest |error|
+    factor: int  # block size of the reduction (1 = full resolution)
+    metrics: dict[str, np.ndarray]  # per head: attention_error, output_error, row_kl, max_abs_error
+    memory: int  # scalars stored (whole batch)
+    flops: int
+    seconds: float
+    device: str
+    info: dict[str, Any]
+    error_message: str | None = None
+
+
+def params_key(params: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """A hashable, order-independent form of a method's parameters (lists become tuples)."""
+    return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in params.items()))
+
+
+def _params_dict(key: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in key}
+
+
+def _small_info(info: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in info.items() if isinstance(v, (int, float, str, bool))}
+
+
+@st.cache_data(show_spinner=False, max_entries=96)
+def run_method(
+    spec: InputSpec, beta: float, device_name: str, method: str, params: tuple[tuple[str, Any], ...], seed: int
+) -> MethodResult:
+    """One method on all heads; errors are measured against exact attention at the same beta."""
+    dev = resolve(device_name)
+    q, k, v = tensors(spec, dev)
+    reference = exact(spec, beta, device_name)
+    kwargs = _params_dict(params)
+    try:
+        start = time.perf_counter()
+        result = core.approximate(method, q, k, v, scale=beta, seed=seed, **kwargs)
+        core_device.synchronize(dev)
+        seconds = time.perf_counter() - start
+        approx = result.attention().float()
+    except (core.ParameterError, ValueError, RuntimeError) as exc:
+        empty = np.zeros((spec.heads, 1, 1), np.float32)
+        nan = np.full(spec.heads, np.nan)
+        return MethodResult(
+            method, kwargs, empty, empty, 1, {"attention_error": nan}, 0, 0, 0.0, dev.type, {}, error_message=str(exc)
+        )
+    exact_dense = torch.from_numpy(reference.attention).to(dev) if not reference.reduced else None
+    if exact_dense is None:  # large n: recompute exact on the fly rather than caching n x n
+        exact_dense = core.approximate("exact", q, k, v, scale=beta).attention().float()
+    out_exact = torch.from_numpy(reference.output).to(dev)
+    per_head = {
+        "attention_error": metrics.relative_frobenius_error(approx, exact_dense).cpu().numpy(),
+        "output_error": metrics.relative_output_error(result.output.float(), out_exact).cpu().numpy(),
+        "row_kl": metrics.mean_row_kl(exact_dense, approx).cpu().numpy(),
+        "max_abs_error": metrics.max_abs_error(approx, exact_dense).cpu().numpy(),
+    }
+    factor = block_factor(spec.n)
+    approx_np = approx.cpu().numpy()
+    error_np = (approx - exact_dense).cpu().numpy()
+    return MethodResult(
+        method=method,
+        params=dict(result.params),
+        attention=block_reduce(approx_np, factor, "max"),
+        error=block_reduce(error_np, factor, "absmax"),
+        factor=factor,
+        metrics=per_head,
+        memory=int(result.cost.memory),
+        flops=int(result.cost.flops),
+        seconds=seconds,
+        device=dev.type,
+        info=_small_info(result.info),
+    )
+
+
+SIGNED_PARTS = ("sparse", "unnormalized_sparse")
+
+
+@st.cache_data(show_spinner=False, max_entries=24)
+def method_parts(
+    spec: InputSpec,
+    beta: float,
+    device_name: str,
+    method: str,
+    params: tuple[tuple[str, Any], ...],
+    seed: int,
+    head: int,
+    names: tuple[str, ...],
+    reduce: bool = True,
+) -> dict[str, np.ndarray]:
+    """Named dense parts of one head (e.g. Scatterbrain's sparse and low-rank pieces) as numpy arrays.
+
+    With ``reduce``, matrices are block-reduced to at most DISPLAY_MAX per side (masks: any; signed parts:
+    the entry of largest magnitude; others: max); the block size is returned under "factor".
+    """
+    dev = resolve(device_name)
+    q, k, v = tensors(spec, dev)
+    head = min(max(head, 0), q.shape[0] - 1)
+    result = core.approximate(method, q[head], k[head], v[head], scale=beta, seed=seed, **_params_dict(params))
+    factor = block_factor(spec.n) if reduce else 1
+    out: dict[str, np.ndarray] = {"factor": np.asarray(factor)}
+    for name in names:
+        value = result.attention() if name == "attention" else result.parts[name]
+        if not isinstance(value, torch.Tensor):
+            continue
+        array = value.cpu().numpy()
+        if array.dtype != np.bool_ and array.dtype.kind not in "iu":
+            array = array.astype(np.float32)
+        if factor > 1 and array.ndim >= 2 and array.shape[-1] == spec.n and array.shape[-2] == spec.n:
+            mode = "any" if array.dtype == np.bool_ else "absmax" if name in SIGNED_PARTS else "max"
+            array = block_reduce(array, factor, mode)
+        out[name] = array
+    return out
+
+
+def full_attention(
+    spec: InputSpec,
+    beta: float,
+    device_name: str,
+    method: str,
+    params: tuple[tuple[str, Any], ...],
+    seed: int,
+    head: int,
+) -> np.ndarray:
+    """Full-resolution (n, n) attention of one head (for PNG downloads; not cached: it can be large)."""
+    dev = resolve(device_name)
+    q, k, v = tensors(spec, dev)
+    head = min(max(head, 0), q.shape[0] - 1)
+    result = core.approximate(method, q[head], k[head], v[head], scale=beta, seed=seed, **_params_dict(params))
+    return result.attention().float().cpu().numpy()
+
+
+T = TypeVar("T")
+
+
+@st.cache_resource
+def _progress_store() -> dict[str, Any]:
+    return {"lock": threading.Lock(), "items": OrderedDict()}
+
+
+def cached_with_progress(name: str, key: Hashable, compute: Callable[[], T], max_entries: int = 16) -> T:
+    """A process-wide LRU cache for long computations that report progress to the page.
+
+    ``st.cache_data`` replays the Streamlit calls made inside a cached function, so a progress bar created
+    outside cannot be updated from inside one; here the computation runs outside any Streamlit cache.
+    The key must be hashable scalars (e.g. an InputSpec and tuples); treat the returned value as read-only.
+    """
+    store = _progress_store()
+    full_key = (name, key)
+    with store["lock"]:
+        items: OrderedDict[Any, Any] = store["items"]
+        if full_key in items:
+            items.move_to_end(full_key)
+            return items[full_key]  # type: ignore[no-any-return]
+    value = compute()
+    with store["lock"]:
+        items[full_key] = value
+        while len(items) > max_entries:
+            items.popitem(last=False)
+    return value
+
+
+def result_summary(result: MethodResult) -> dict[str, Any]:
+    data = asdict(result)
+    data.pop("attention")
+    data.pop("error")
+    return data

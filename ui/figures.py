@@ -1,0 +1,304 @@
+"""Figure builders (Plotly), full-resolution PNGs (Pillow + colormap LUT) and the export popover.
+
+Colormaps are colour-blind safe: viridis for attention, cividis for masks and buckets, a symmetric
+red-blue diverging map for signed errors. Every chart is passed its colorscale explicitly (theme=None).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.colors as pcolors
+import plotly.graph_objects as go
+import streamlit as st
+from PIL import Image
+
+from ui.state import settings_payload
+
+ATTENTION_SCALE = "Viridis"
+MASK_SCALE = "Cividis"
+ERROR_SCALE = "RdBu_r"  # negative (under-estimate) blue, positive (over-estimate) red
+LOG_FLOOR = 1e-6
+# Okabe-Ito: distinguishable with the common colour-vision deficiencies.
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000", "#999999"]
+PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
+
+
+def method_colour(index: int) -> str:
+    return PALETTE[index % len(PALETTE)]
+
+
+def _lut(scale: str) -> np.ndarray:
+    colours = pcolors.sample_colorscale(scale, list(np.linspace(0, 1, 256)), colortype="rgb")
+    rows = [[int(float(c)) for c in colour[4:-1].split(",")] for colour in colours]
+    return np.asarray(rows, dtype=np.uint8)
+
+
+ERROR_PERCENTILE = 99.0
+
+
+def error_bound(a: np.ndarray) -> float:
+    """Symmetric colour range for signed errors: the 99th percentile of the non-zero |error|.
+
+    The largest errors sit on a few entries (often the diagonal); scaling to them would paint the rest white.
+    """
+    magnitude = np.abs(np.asarray(a, dtype=np.float64))
+    magnitude = magnitude[np.isfinite(magnitude) & (magnitude > 0)]
+    if magnitude.size == 0:
+        return 1.0
+    return float(np.percentile(magnitude, ERROR_PERCENTILE)) or float(magnitude.max())
+
+
+def _normalise(a: np.ndarray, kind: str, log: bool, zmax: float | None) -> tuple[np.ndarray, float, float]:
+    """Map values to [0, 1] the same way the Plotly heatmap does; returns (unit, zmin, zmax)."""
+    a = np.asarray(a, dtype=np.float64)
+    if kind == "error":
+        bound = zmax if zmax is not None else error_bound(a)
+        return (np.clip(a, -bound, bound) + bound) / (2 * bound), -bound, bound
+    if log:
+        a = np.log10(np.clip(a, LOG_FLOOR, None))
+        low, high = np.log10(LOG_FLOOR), float(np.nanmax(a)) if a.size else 0.0
+        high = zmax if zmax is not None else high
+    else:
+        low, high = (float(np.nanmin(a)), float(np.nanmax(a))) if a.size else (0.0, 1.0)
+        low = min(low, 0.0) if kind != "signed" else low
+        high = zmax if zmax is not None else high
+    span = (high - low) or 1.0
+    return np.clip((a - low) / span, 0, 1), low, high
+
+
+def png_bytes(a: np.ndarray, kind: str = "attention", log: bool = False, zmax: float | None = None) -> bytes:
+    """A full-resolution PNG of a matrix (one pixel per entry) through the same colormap as the chart."""
+    unit, _, _ = _normalise(a, kind, log, zmax)
+    scale = ERROR_SCALE if kind == "error" else MASK_SCALE if kind == "mask" else ATTENTION_SCALE
+    rgb = _lut(scale)[np.nan_to_num(unit * 255).astype(np.uint8)]
+    buffer = io.BytesIO()
+    Image.fromarray(rgb, mode="RGB").save(buffer, format="PNG", optimize=False)
+    return buffer.getvalue()
+
+
+def heatmap(
+    a: np.ndarray,
+    title: str = "",
+    *,
+    kind: str = "attention",
+    log: bool = False,
+    zmax: float | None = None,
+    factor: int = 1,
+    height: int = 320,
+    colorbar: bool = True,
+    x_label: str = "key j",
+    y_label: str = "query i",
+    hover_label: str = "value",
+    labels: list[str] | None = None,
+) -> go.Figure:
+    """A square Plotly heatmap of a (block-reduced) matrix.
+
+    kind: attention (viridis, optional log colour), error (symmetric red-blue, range = 99th percentile of
+    the non-zero |values| unless zmax is given), mask (cividis),
+    signed (viridis over the full signed range). factor: block size used by the reduction, so the
+    axes and hover show original query/key indices.
+    """
+    z = np.asarray(a, dtype=np.float32)
+    rows, cols = z.shape
+    xs = np.arange(cols) * factor
+    ys = np.arange(rows) * factor
+    if kind == "error":
+        bound = zmax if zmax is not None else error_bound(z)
+        trace = go.Heatmap(
+            z=z,
+            x=xs,
+            y=ys,
+            colorscale=ERROR_SCALE,
+            zmin=-bound,
+            zmax=bound,
+            zmid=0,
+            hovertemplate=f"{y_label} %{{y}}, {x_label} %{{x}}<br>{hover_label} %{{z:.3g}}<extra></extra>",
+        )
+    elif kind == "mask":
+        trace = go.Heatmap(
+            z=z,
+            x=xs,
+            y=ys,
+            colorscale=MASK_SCALE,
+            hovertemplate=f"{y_label} %{{y}}, {x_label} %{{x}}<br>{hover_label} %{{z:.3g}}<extra></extra>",
+        )
+    elif log:
+        zl = np.log10(np.clip(z, LOG_FLOOR, None)).astype(np.float32)
+        top = float(np.nanmax(zl)) if zl.size else 0.0
+        ticks = list(range(int(np.log10(LOG_FLOOR)), int(np.ceil(top)) + 1))
+        trace = go.Heatmap(
+            z=zl,
+            x=xs,
+            y=ys,
+            colorscale=ATTENTION_SCALE,
+            zmin=np.log10(LOG_FLOOR),
+            zmax=zmax if zmax is not None else top,
+            colorbar={"tickvals": ticks, "ticktext": [f"1e{t}" for t in ticks]},
+            hovertemplate=f"{y_label} %{{y}}, {x_label} %{{x}}<br>log10 {hover_label} %{{z:.2f}}<extra></extra>",
+        )
+    else:
+        trace = go.Heatmap(
+            z=z,
+            x=xs,
+            y=ys,
+            colorscale=ATTENTION_SCALE,
+            zmin=min(0.0, float(np.nanmin(z))) if kind != "signed" else None,
+            zmax=zmax,
+            hovertemplate=f"{y_label} %{{y}}, {x_label} %{{x}}<br>{hover_label} %{{z:.3g}}<extra></extra>",
+        )
+    trace.showscale = colorbar
+    trace.colorbar.thickness = 10
+    trace.colorbar.len = 0.9
+    fig = go.Figure(trace)
+    fig.update_layout(
+        title={"text": title, "font": {"size": 14}},
+        height=height,
+        margin={"l": 10, "r": 10, "t": 36, "b": 10},
+        xaxis={"title": {"text": x_label, "standoff": 2}, "constrain": "domain", "showgrid": False},
+        yaxis={
+            "title": {"text": y_label, "standoff": 2},
+            "autorange": "reversed",
+            "scaleanchor": "x",
+            "constrain": "domain",
+            "showgrid": False,
+        },
+        template="plotly_white",
+    )
+    if labels is not None and factor == 1 and len(labels) == rows and rows <= 64:
+        fig.update_xaxes(tickvals=xs, ticktext=labels, tickangle=-60, tickfont={"size": 9})
+        fig.update_yaxes(tickvals=ys, ticktext=labels, tickfont={"size": 9})
+    return fig
+
+
+def downsample_caption(n: int, factor: int) -> str:
+    if factor <= 1:
+        return f"Full resolution ({n} × {n})."
+    side = -(-n // factor)
+    return (
+        f"Downsampled {factor}× for display ({n} × {n} → {side} × {side}): each pixel shows the largest value "
+        f"in its {factor} × {factor} block. Download the PNG for full resolution."
+    )
+
+
+def line_figure(
+    title: str, x_title: str, y_title: str, *, log_x: bool = False, log_y: bool = False, height: int = 380
+) -> go.Figure:
+    fig = go.Figure()
+    fig.update_layout(
+        title={"text": title, "font": {"size": 14}},
+        height=height,
+        template="plotly_white",
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        xaxis={"title": x_title, "type": "log" if log_x else "linear"},
+        yaxis={"title": y_title, "type": "log" if log_y else "linear"},
+        legend={"orientation": "h", "yanchor": "top", "y": -0.18, "x": 0},
+    )
+    fig.update_layout(margin={"l": 10, "r": 10, "t": 40, "b": 10})
+    return fig
+
+
+# ------------------------------------------------------------------ export
+
+
+def _data_bytes(data: Any) -> tuple[bytes, str, str]:
+    if isinstance(data, pd.DataFrame):
+        return data.to_csv(index=False).encode("utf-8"), "csv", "text/csv"
+    if isinstance(data, Mapping):
+        buffer = io.BytesIO()
+        np.savez_compressed(buffer, **{str(k): np.asarray(v) for k, v in data.items()})
+        return buffer.getvalue(), "npz", "application/octet-stream"
+    return json.dumps(data, default=str, indent=2).encode("utf-8"), "json", "application/json"
+
+
+def show_figure(
+    fig: go.Figure,
+    name: str,
+    *,
+    data: Any = None,
+    png: Callable[[], bytes] | None = None,
+    key: str | None = None,
+    caption: str | None = None,
+    where: Any = None,
+) -> None:
+    """Draw a Plotly figure with an Export menu: PNG, interactive HTML, the data (CSV/NPZ) and the settings.
+
+    png: a callable making a full-resolution PNG (heatmaps); without it the PNG comes from the chart's
+    camera button (rendered by Plotly in the browser). data: a DataFrame (CSV) or a dict of arrays (NPZ).
+    """
+    where = where or st
+    key = key or name
+    slug = "".join(ch if ch.isalnum() else "_" for ch in name).strip("_").lower() or "figure"
+    where.plotly_chart(fig, theme=None, config=PLOTLY_CONFIG, key=f"chart_{key}", width="stretch")
+    row = where.columns([4, 1]) if caption else [where, where]
+    if caption:
+        row[0].caption(caption)
+    with row[1].popover("Export", icon=":material/download:", width="content"):
+        if png is not None:
+            st.download_button(
+                "PNG (full resolution)",
+                data=png,
+                file_name=f"{slug}.png",
+                mime="image/png",
+                key=f"png_{key}",
+                on_click="ignore",
+                width="stretch",
+            )
+        else:
+            st.caption("PNG: use the camera icon in the chart's toolbar.")
+        st.download_button(
+            "HTML (interactive)",
+            data=lambda: fig.to_html(include_plotlyjs=True, full_html=True),
+            file_name=f"{slug}.html",
+            mime="text/html",
+            key=f"html_{key}",
+            on_click="ignore",
+            width="stretch",
+        )
+        if data is not None:
+
+            def make_data() -> bytes:
+                return _data_bytes(data() if callable(data) else data)[0]
+
+            ext = (
+                "csv"
+                if isinstance(data, pd.DataFrame)
+                else "npz"
+                if isinstance(data, Mapping) or callable(data)
+                else "json"
+            )
+            st.download_button(
+                f"Data ({ext.upper()})",
+                data=make_data,
+                file_name=f"{slug}.{ext}",
+                key=f"data_{key}",
+                on_click="ignore",
+                width="stretch",
+            )
+        try:
+            payload = json.dumps(settings_payload(), indent=2)
+        except RuntimeError:  # used outside a ui.page
+            payload = None
+        if payload is not None:
+            st.download_button(
+                "Settings (JSON)",
+                data=payload,
+                file_name=f"{slug}_settings.json",
+                mime="application/json",
+                key=f"set_{key}",
+                on_click="ignore",
+                width="stretch",
+            )
+
+
+def explain(text: str, formula: str | None = None, where: Any = None) -> None:
+    """Two or three plain sentences for a student, plus the formula behind the view."""
+    where = where or st
+    where.markdown(text)
+    if formula:
+        where.latex(formula)

@@ -1,0 +1,543 @@
+"""The shared sidebar (input, sizes, temperature, seed, device, budget) and method knobs from the registry."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import streamlit as st
+import torch
+from streamlit.errors import StreamlitAPIException
+
+import core
+from core import device as core_device
+from core import registry
+from ui import compute, state
+from ui.compute import InputSpec
+
+SOURCES = ("clustered", "gaussian", "real")
+SOURCE_LABELS = {
+    "clustered": "Clustered (Scatterbrain Process 1)",
+    "gaussian": "Gaussian (independent q, k)",
+    "real": "Real model (MiniLM on a text)",
+}
+MAX_N = 4096  # the dense views build n x n matrices
+MAX_HEADS = 16
+# Log-spaced temperatures: 1, 1.5, 2, 3, 5, 7 per decade.
+TAU_OPTIONS = sorted({round(m * 10.0**e, 6) for e in range(-2, 2) for m in (1, 1.5, 2, 3, 5, 7)} | {100.0})
+BUDGET_OPTIONS = (1 / 64, 1 / 32, 1 / 16, 1 / 8, 1 / 4, 1 / 2)
+DEVICES = ("auto", "cpu", "cuda")
+REAL_LAYERS, REAL_HEADS, REAL_D = 6, 12, 32
+
+DEFAULTS: dict[str, Any] = {
+    "input": "clustered",
+    "n": 512,
+    "d": 64,
+    "heads": 4,
+    "tau": 0.2,
+    "spread": 0.3,
+    "clusters": 32,
+    "seed": 0,
+    "device": "auto",
+    "budget": 1 / 8,
+    "layer": 0,
+    "head": 0,
+}
+
+
+def fmt_fraction(x: float) -> str:
+    return f"1/{round(1 / x)}" if x < 1 else "1"
+
+
+def fmt_tau(x: float) -> str:
+    return f"{x:g}"
+
+
+@dataclass
+class Settings:
+    """The shared sidebar settings of one page run."""
+
+    spec: InputSpec  # what determines q, k, v
+    tau: float  # temperature: logits = q.k / tau
+    seed: int  # every random draw (data and methods)
+    device: str  # requested: auto | cpu | cuda
+    device_used: torch.device
+    fraction: float  # memory budget as a fraction of full attention
+    head: int  # the head shown in single-head views
+    text: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def beta(self) -> float:
+        """Inverse temperature: the scale passed to core.approximate."""
+        return 1.0 / self.tau
+
+    @property
+    def n(self) -> int:
+        return self.spec.n
+
+    @property
+    def d(self) -> int:
+        return self.spec.d
+
+    @property
+    def heads(self) -> int:
+        return self.spec.heads
+
+    @property
+    def device_name(self) -> str:
+        return self.device_used.type
+
+    def inputs(self) -> compute.InputArrays:
+        return compute.load_inputs(self.spec)
+
+    def exact(self) -> compute.ExactResult:
+        return compute.exact(self.spec, self.beta, self.device_name)
+
+    def entropy(self) -> float:
+        """Mean row entropy of exact attention (nats), averaged over heads."""
+        return float(self.exact().entropy.mean())
+
+    def run(self, method: str, params: dict[str, Any]) -> compute.MethodResult:
+        """One method (cached on every scalar); errors are against exact at the same temperature."""
+        return compute.run_method(self.spec, self.beta, self.device_name, method, compute.params_key(params), self.seed)
+
+    def parts(
+        self, method: str, params: dict[str, Any], names: tuple[str, ...], head: int | None = None
+    ) -> dict[str, np.ndarray]:
+        return compute.method_parts(
+            self.spec,
+            self.beta,
+            self.device_name,
+            method,
+            compute.params_key(params),
+            self.seed,
+            self.head if head is None else head,
+            names,
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "input": self.spec.source,
+            "n": self.n,
+            "d": self.d,
+            "heads": self.heads,
+            "tau": self.tau,
+            "beta": self.beta,
+            "clusters": self.spec.clusters,
+            "spread": self.spec.spread,
+            "seed": self.seed,
+            "device": self.device,
+            "device_used": self.device_name,
+            "budget": self.fraction,
+            "layer": self.spec.layer,
+            "head": self.head,
+        }
+
+
+ROOT = Path(__file__).resolve().parent.parent
+# Nicer labels and icons for known pages; other pages get a label from their file name.
+PAGE_LABELS = {
+    "Compare": ("Compare", ":material/compare:"),
+    "Sparse_plus_low_rank": ("Sparse + low rank", ":material/join_inner:"),
+    "Error_vs_entropy": ("Error vs entropy", ":material/show_chart:"),
+    "Regime_map": ("Regime map", ":material/grid_on:"),
+    "VCC": ("VCC", ":material/account_tree:"),
+    "Rank_vs_heads": ("Rank vs heads", ":material/stacked_bar_chart:"),
+    "Kernels": ("Kernels", ":material/speed:"),
+    "Scaling": ("Scaling", ":material/trending_up:"),
+}
+SHARED_KEYS = (
+    "input",
+    "n",
+    "d",
+    "heads",
+    "tau",
+    "clusters",
+    "spread",
+    "seed",
+    "device",
+    "budget",
+    "text",
+    "layer",
+    "head",
+)
+
+
+def page_files() -> list[tuple[str, str]]:
+    """(path relative to the app root, URL path) of every page in pages/, in Streamlit's order."""
+    found = []
+    for path in (ROOT / "pages").glob("*.py"):
+        match = re.match(r"^(\d*)_?(.+)$", path.stem)
+        number = int(match.group(1)) if match and match.group(1) else 10**6
+        name = match.group(2) if match else path.stem
+        found.append((number, path.stem, f"pages/{path.name}", name))
+    return [(rel, name) for _, _, rel, name in sorted(found)]
+
+
+def navigation(where: Any) -> None:
+    """Links to every page that carry the shared sidebar settings (and lesson flags) to the next page."""
+    page_state = state.current()
+    carried: dict[str, Any] = {}
+    for key in SHARED_KEYS:
+        control = page_state.controls.get(key)
+        if control is None or control.value == control.default:
+            continue
+        carried[key] = control.to_url(control.value)
+    if state.lesson_mode():
+        carried[state.LESSON_KEY] = "1"
+        hide = ",".join(sorted(k for k in state.hidden_keys() if re.fullmatch(r"[A-Za-z0-9_]{1,40}", k)))
+        if hide:
+            carried[state.HIDE_KEY] = hide
+    with where:
+        try:
+            st.page_link("app.py", label="Home", icon=":material/home:", query_params=carried or None)
+            for rel, name in page_files():
+                label, icon = PAGE_LABELS.get(name, (name.replace("_", " "), ":material/article:"))
+                st.page_link(rel, label=label, icon=icon, query_params=carried or None)
+        except StreamlitAPIException:  # a page run on its own (not through app.py) has no pages to link to
+            return
+        st.divider()
+
+
+def sidebar(
+    *,
+    sources: tuple[str, ...] = SOURCES,
+    max_n: int = MAX_N,
+    show_head: bool = True,
+    show_heads: bool = True,
+    show_budget: bool = True,
+    defaults: dict[str, Any] | None = None,
+) -> Settings:
+    """Draw the shared sidebar and return the settings. Every control is bound to the URL.
+
+    sources: which inputs the page supports; max_n: the largest n the page allows (clamped with a notice);
+    show_head / show_heads: draw the "head shown" / "heads" controls (pages with one head hide them);
+    defaults: per-page default overrides (e.g. {"n": 256}); a different default changes what the URL omits.
+    """
+    page = state.current()
+    base = dict(DEFAULTS)
+    base.update(defaults or {})
+    bar = st.sidebar
+    nav_box = bar.container()
+    if state.lesson_mode():
+        bar.info("Lesson mode: your teacher fixed some settings. Open the link without `lesson=1` to see them all.")
+    bar.header("Input")
+    source = state.choice(
+        "Input",
+        "input",
+        list(sources),
+        base["input"] if base["input"] in sources else sources[0],
+        where=bar,
+        help="clustered: the Scatterbrain paper's generative model (tight clusters near the unit "
+        "sphere). gaussian: unstructured q and k. real: a pretrained MiniLM on your text.",
+    )
+    bar.caption(SOURCE_LABELS.get(source, source))
+    text = ""
+    layer = 0
+    if source == "real":
+        text = state.text_area(
+            "Text", "text", core.data.default_text(), where=bar, max_chars=3000, help="Up to 512 tokens are used."
+        )
+        layer = state.int_slider(
+            "Layer",
+            "layer",
+            0,
+            REAL_LAYERS - 1,
+            base["layer"],
+            where=bar,
+            help="MiniLM has 6 layers of 12 heads, head dimension 32.",
+        )
+        try:
+            tokens = compute.real_token_count(text)
+        except core.ParameterError as exc:
+            state.notice(f"The text could not be used ({exc}); using the default text.")
+            text = core.data.default_text()
+            tokens = compute.real_token_count(text)
+        n, d, heads = tokens, REAL_D, REAL_HEADS
+        bar.caption(f"n = {tokens} tokens, d = {REAL_D}, {REAL_HEADS} heads (fixed by the model).")
+        clusters, spread = base["clusters"], base["spread"]
+    else:
+        n = state.int_slider(
+            "Sequence length n",
+            "n",
+            16,
+            max_n,
+            min(base["n"], max_n),
+            step=16,
+            where=bar,
+            help=f"Tokens (rows of the attention matrix). At most {max_n} here, because the views "
+            "draw the full n × n matrix.",
+        )
+        d = state.int_slider("Head dimension d", "d", 2, 256, base["d"], where=bar)
+        heads = (
+            base["heads"]
+            if not show_heads
+            else state.int_slider(
+                "Heads",
+                "heads",
+                1,
+                MAX_HEADS,
+                base["heads"],
+                where=bar,
+                help="Independent draws of q, k, v (one per head).",
+            )
+        )
+        clusters, spread = base["clusters"], base["spread"]
+        if source == "clustered":
+            clusters = state.int_slider(
+                "Clusters",
+                "clusters",
+                1,
+                min(n, 256),
+                min(base["clusters"], n),
+                where=bar,
+                help="Number of cluster centres (positions are split into equal runs).",
+            )
+            spread = state.float_slider(
+                "Cluster spread σ",
+                "spread",
+                0.0,
+                2.0,
+                base["spread"],
+                step=0.05,
+                where=bar,
+                help="Distance of points from their centre, relative to the "
+                "centre's norm (≈ 1). Small σ: tight clusters.",
+            )
+    bar.header("Temperature")
+    tau = state.log_slider(
+        "Temperature τ",
+        "tau",
+        TAU_OPTIONS,
+        base["tau"],
+        fmt=fmt_tau,
+        where=bar,
+        help="logits = q·k / τ. Low τ: peaked rows (sparse-friendly). High τ: flat rows "
+        "(low-rank-friendly). For the real model τ = 1 is the model's own attention.",
+    )
+    temp_box = bar.container()
+    bar.header("Run")
+    seed = state.int_input(
+        "Seed",
+        "seed",
+        0,
+        2**31 - 1,
+        base["seed"],
+        where=bar,
+        help="Every random draw (data, features, hashes) comes from this seed.",
+    )
+    available = core_device.available_devices()
+    device = state.choice(
+        "Device",
+        "device",
+        list(DEVICES),
+        base["device"],
+        where=bar,
+        help="auto picks CUDA when present. Available here: " + ", ".join(available),
+    )
+    try:
+        device_used = core_device.resolve_device(device)
+    except core.ParameterError:
+        state.notice(f"**Device**: `{device}` is not available on this machine; using the CPU.")
+        device_used = torch.device("cpu")
+    bar.caption(f"Running on **{core_device.describe(device_used)}**")
+    fraction = base["budget"]
+    if show_budget:
+        fraction = state.log_slider(
+            "Memory budget (fraction of full attention)",
+            "budget",
+            BUDGET_OPTIONS,
+            base["budget"],
+            fmt=fmt_fraction,
+            where=bar,
+            help="Every method gets this fraction of the n² numbers full attention stores "
+            "(per head). Methods are linked to it unless you unlink them.",
+        )
+    if source == "real":
+        head = state.int_slider("Head", "head", 0, REAL_HEADS - 1, min(base["head"], REAL_HEADS - 1), where=bar)
+    elif show_head and heads > 1:
+        head = state.int_slider(
+            "Head shown",
+            "head",
+            0,
+            heads - 1,
+            min(base["head"], heads - 1),
+            where=bar,
+            help="Single-head views show this head.",
+        )
+    else:
+        head = 0
+    page.link_box = bar.container()
+    spec = InputSpec(
+        source=source,
+        n=int(n),
+        d=int(d),
+        heads=int(heads),
+        clusters=int(clusters),
+        spread=float(spread),
+        seed=int(seed),
+        text=text if source == "real" else "",
+        layer=int(layer),
+    )
+    settings = Settings(
+        spec=spec,
+        tau=tau,
+        seed=int(seed),
+        device=device,
+        device_used=device_used,
+        fraction=float(fraction),
+        head=int(head),
+        text=text,
+    )
+    with temp_box:
+        _temperature_readout(settings)
+    navigation(nav_box)
+    return settings
+
+
+def _temperature_readout(settings: Settings) -> None:
+    try:
+        entropy = settings.entropy()
+    except core.ParameterError:
+        entropy = float("nan")
+    top = math.log(settings.n)
+    st.markdown(f"β = 1/τ = **{settings.beta:.3g}**  \nmean row entropy **{entropy:.2f}** nats (max ln n = {top:.2f})")
+
+
+# ------------------------------------------------------------------ method knobs
+
+
+def registered_methods() -> dict[str, core.MethodSpec]:
+    """All registered methods, in registry order (use this, not ``core.methods``: ``import core.methods``
+    rebinds that name to the subpackage)."""
+    return registry.methods()
+
+
+def method_label(method: str) -> str:
+    return registered_methods()[method].label
+
+
+def param_key(method: str, name: str) -> str:
+    """The URL key of a method knob, e.g. performer_features."""
+    return f"{method}_{name}"
+
+
+def _log_grid(low: float, high: float, default: float, points: int = 25) -> list[float]:
+    low = max(low, 1e-6)
+    grid = {float(f"{x:.3g}") for x in np.geomspace(low, high, points)}
+    grid.add(float(default))
+    return sorted(g for g in grid if low <= g <= high)
+
+
+def method_controls(settings: Settings, method: str, where: Any = None) -> dict[str, Any]:
+    """Controls for one method's parameters, generated from its ParamSpecs and bound to the URL.
+
+    Budgeted parameters follow ``core.budget_params`` while the method is linked to the budget (the default);
+    unlinking shows them as free controls starting from the budget value. Returns validated parameters.
+    """
+    where = where or st
+    spec = registered_methods()[method]
+    n, d = settings.n, settings.d
+    try:
+        budget = core.budget_params(method, n, d, settings.fraction)
+    except core.ParameterError:
+        budget = {}
+    budgeted = [p for p in spec.params if p.budgeted]
+    linked = True
+    if budgeted:
+        linked = state.toggle(
+            "Linked to budget",
+            param_key(method, "linked"),
+            True,
+            where=where,
+            help="While linked, the budgeted knobs follow the memory budget in the sidebar.",
+        )
+    values: dict[str, Any] = {}
+    fixed_notes = []
+    for p in spec.params:
+        key = param_key(method, p.name)
+        start = budget.get(p.name, spec.validate({}, n, d).get(p.name, p.default))
+        if p.budgeted and linked:
+            values[p.name] = start
+            fixed_notes.append(f"{p.name} = {start}")
+            continue
+        value = _param_widget(p, key, start, n, d, where)
+        if value is not None:  # an empty list means "the method's default"
+            values[p.name] = value
+    if fixed_notes:
+        where.caption(f"From the {fmt_fraction(settings.fraction)} budget: " + ", ".join(fixed_notes))
+    try:
+        return spec.validate(values, n, d)
+    except core.ParameterError as exc:
+        state.notice(f"**{spec.label}**: {exc}; using the budget values.")
+        return spec.validate({k: v for k, v in budget.items()}, n, d)
+
+
+def _param_widget(p: core.ParamSpec, key: str, start: Any, n: int, d: int, where: Any) -> Any:
+    label = p.name.replace("_", " ")
+    low, high = p.bounds(n, d)
+    if p.kind == "bool":
+        return state.toggle(label, key, bool(start), help=p.help, where=where)
+    if p.kind == "choice":
+        return state.choice(label, key, list(p.choices), start, help=p.help, where=where)
+    if p.kind == "int":
+        lo = int(math.ceil(low)) if low is not None else 0
+        hi = int(high) if high is not None else max(lo + 1, int(start) * 8, 1024)
+        if hi - lo <= 64 and not p.log:
+            return state.int_slider(label, key, lo, hi, int(start), help=p.help, where=where)
+        return state.int_input(label, key, lo, hi, int(start), help=p.help, where=where)
+    if p.kind == "float":
+        lo = float(low) if low is not None else 0.0
+        hi = float(high) if high is not None else max(lo + 1.0, float(start) * 10)
+        if p.log and lo > 0:
+            return state.log_slider(label, key, _log_grid(lo, hi, float(start)), float(start), help=p.help, where=where)
+        return state.float_slider(
+            label, key, lo, hi, float(start), step=(hi - lo) / 100 or 0.01, help=p.help, where=where
+        )
+    # int_list: comma-separated integers
+    if start is None:
+        start_text = ""
+    else:
+        start_text = ",".join(str(x) for x in (start if isinstance(start, list) else [start]))
+    text = state.text_line(
+        label,
+        key,
+        start_text,
+        max_chars=200,
+        help=p.help + " (comma-separated integers; empty = the method's default)",
+        where=where,
+    )
+    try:
+        numbers = [int(x) for x in text.replace(" ", "").split(",") if x]
+        return numbers or None
+    except ValueError:
+        state.notice(f"**{label}**: `{text[:40]}` is not a list of integers; using {start}.")
+        return start
+
+
+def method_picker(
+    label: str,
+    key: str,
+    default: list[str],
+    *,
+    families: tuple[str, ...] | None = None,
+    exclude: tuple[str, ...] = ("exact",),
+    max_n: int | None = None,
+    where: Any = None,
+    n: int | None = None,
+) -> list[str]:
+    """A multiselect of registered methods (by registry order), bound to ``?key=a&key=b``."""
+    names = [
+        name
+        for name, spec in registered_methods().items()
+        if name not in exclude
+        and (families is None or spec.family in families)
+        and (n is None or spec.max_n is None or n <= spec.max_n)
+    ]
+    help_text = "; ".join(f"{name}: {registered_methods()[name].label}" for name in names)
+    return state.multiselect(label, key, names, [m for m in default if m in names], where=where, help=help_text)
