@@ -66,11 +66,17 @@ def available() -> dict[str, str | None]:
 
 
 def sdpa_call(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, beta: float) -> Callable[[], torch.Tensor]:
-    """torch's fused exact attention (FlashAttention / memory-efficient backends on GPU, flash-style on CPU)."""
+    """torch's fused exact attention (FlashAttention / memory-efficient backends on GPU, flash-style on CPU).
+
+    The inputs are passed as 4-D (1, heads, n, d): on the CPU, torch 2.13 only dispatches 4-D inputs to its
+    flash kernel; 3-D (heads, n, d) inputs fall back to the math path, which stores n x n scores per head and
+    was 3-4x slower here (and 4.6 GiB at n = 8192, 8 heads).
+    """
+    q4, k4, v4 = q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0)
 
     def call() -> torch.Tensor:
         with torch.inference_mode():
-            return F.scaled_dot_product_attention(q, k, v, scale=beta)
+            return F.scaled_dot_product_attention(q4, k4, v4, scale=beta)[0]
 
     return call
 

@@ -86,6 +86,9 @@ class Settings:
     skip_after_s: float = 240.0  # an entry whose single call took longer is not run at larger n
     gemm_size: int = 2048  # square GEMM measuring the machine's matmul rate
     threads: int = field(default_factory=torch.get_num_threads)
+    # Which clock the derived figures use: "wall", or "cpu" (process CPU time; robust on a busy machine, but
+    # only equal to compute time with one thread).
+    clock: str = "wall"
 
     def fraction(self, n: int) -> float:
         return min(1.0, self.row_budget / n)
@@ -102,6 +105,7 @@ class Row:
     time_s: float = math.nan
     repeats: int = 0
     time_spread: float = math.nan
+    cpu_s: float = math.nan  # median process CPU time per call
     first_call_s: float = math.nan
     peak_mib: float = math.nan
     memory_how: str = ""
@@ -232,22 +236,25 @@ def run_worker(job: dict[str, Any]) -> dict[str, Any]:
     if "settings" in facts:
         out["params"] = {**params, "peer": facts["settings"]}
     start = time.perf_counter()
-    call()  # warm-up: first-call initialisation stays out of both timing and memory
+    try:
+        call()  # warm-up: first-call initialisation stays out of both timing and memory
+    except core.ParameterError as exc:  # the engine refuses this size (e.g. its memory guard)
+        return {"status": f"skipped: {exc}"}
     profiling.synchronize(device)
     out["first_call_s"] = time.perf_counter() - start
-    start = time.perf_counter()
+    wall, cpu = time.perf_counter(), time.process_time()
     result, peak = profiling.measure_peak(call, device)
     profiling.synchronize(device)
-    times = [time.perf_counter() - start]
+    timing = profiling.Timing([time.perf_counter() - wall], [time.process_time() - cpu])
     out["peak_mib"] = math.nan if peak.bytes is None else peak.bytes / 2**20
     out["memory_how"] = peak.how
-    spent = times[0]
-    while len(times) < job["max_repeats"] and spent + times[-1] <= job["time_budget_s"]:
-        timing = profiling.time_call(call, device, warmup=0, repeats=1)
-        times.append(timing.times[0])
-        spent += times[-1]
-    timing = profiling.Timing(times)
-    out.update(time_s=timing.median, repeats=timing.repeats, time_spread=timing.spread)
+    spent = timing.times[0]
+    while timing.repeats < job["max_repeats"] and spent + timing.times[-1] <= job["time_budget_s"]:
+        _, wall_s, cpu_s = profiling.timed(call, device)
+        timing.times.append(wall_s)
+        timing.cpu_times.append(cpu_s)
+        spent += wall_s
+    out.update(time_s=timing.median, cpu_s=timing.cpu_median, repeats=timing.repeats, time_spread=timing.spread)
     reference_path = job.get("reference")
     if entry != "gemm_qk" and reference_path and Path(reference_path).exists():
         reference = _load(reference_path, device)["out"]
@@ -381,8 +388,9 @@ def run_suite(
     machine["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
     machine["wall_s"] = time.perf_counter() - started
     for row in rows:
-        if row.status == "ok" and math.isfinite(row.flops) and row.time_s > 0:
-            row.gflops_per_s = row.flops / row.time_s / 1e9
+        t = seconds(row, settings.clock)
+        if row.status == "ok" and math.isfinite(row.flops) and t > 0:
+            row.gflops_per_s = row.flops / t / 1e9
             row.gemm_fraction = row.gflops_per_s / machine["gemm_gflops"]
     return rows, machine
 
@@ -391,23 +399,27 @@ def _short(row: Row) -> str:
     if row.status != "ok":
         return row.status
     err = "" if math.isnan(row.error) else f" err {row.error:.3f}"
-    return f"{row.time_s * 1e3:9.1f} ms ({row.repeats}x) peak {row.peak_mib:8.1f} MiB{err}"
+    return f"{row.time_s * 1e3:9.1f} ms (cpu {row.cpu_s * 1e3:9.1f}, {row.repeats}x) peak {row.peak_mib:8.1f} MiB{err}"
 
 
 # ------------------------------------------------------------------ derived figures
 
 
-def derive(rows: list[Row]) -> dict[str, Any]:
+def seconds(row: Row, clock: str) -> float:
+    return row.cpu_s if clock == "cpu" else row.time_s
+
+
+def derive(rows: list[Row], clock: str = "wall") -> dict[str, Any]:
     """Per entry: ratios to its peer and to SDPA at each n, the log-log slope, the crossover n against SDPA."""
     ok = [r for r in rows if r.status == "ok"]
     by = {(r.entry, r.n): r for r in ok}
-    sdpa = {r.n: r.time_s for r in ok if r.entry == "sdpa"}
+    sdpa = {r.n: seconds(r, clock) for r in ok if r.entry == "sdpa"}
     entries = sorted({r.entry for r in ok}, key=lambda e: [r.entry for r in rows].index(e))
     from benchmarks.peers import PEER_OF
 
     out: dict[str, Any] = {}
     for entry in entries:
-        mine = sorted((r.n, r.time_s) for r in ok if r.entry == entry)
+        mine = sorted((r.n, seconds(r, clock)) for r in ok if r.entry == entry)
         ns = [n for n, _ in mine]
         info: dict[str, Any] = {"kind": entry_kind(entry), "method": entry_method(entry)}
         in_range = [(n, t) for n, t in mine if SLOPE_RANGE[0] <= n <= SLOPE_RANGE[1]]
@@ -418,12 +430,12 @@ def derive(rows: list[Row]) -> dict[str, Any]:
         info["ratio_to_sdpa"] = {n: t / sdpa[n] for n, t in mine if n in sdpa}
         common = [n for n in ns if n in sdpa]
         info["crossover_vs_sdpa"] = profiling.crossover(
-            common, [by[(entry, n)].time_s for n in common], [sdpa[n] for n in common]
+            common, [seconds(by[(entry, n)], clock) for n in common], [sdpa[n] for n in common]
         )
         peer = PEER_OF.get(entry)
         if peer is not None:
             info["peer"] = peer
-            info["ratio_to_peer"] = {n: t / by[(peer, n)].time_s for n, t in mine if (peer, n) in by}
+            info["ratio_to_peer"] = {n: t / seconds(by[(peer, n)], clock) for n, t in mine if (peer, n) in by}
             info["error_vs_peer"] = {n: [by[(entry, n)].error, by[(peer, n)].error] for n in ns if (peer, n) in by}
             info["memory_ratio_to_peer"] = {
                 n: by[(entry, n)].peak_mib / by[(peer, n)].peak_mib
@@ -437,14 +449,16 @@ def derive(rows: list[Row]) -> dict[str, Any]:
 # ------------------------------------------------------------------ output
 
 
-def table(rows: list[Row], derived: dict[str, Any]) -> str:
+def table(rows: list[Row], derived: dict[str, Any], clock: str = "wall") -> str:
     lines = [
-        "| entry | n | params | time (ms) | reps | × SDPA | × peer | peak MiB | rel. error | GFLOP/s | % GEMM |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        f"Ratios, GFLOP/s and slopes use the {clock} clock.",
+        "",
+        "| entry | n | params | wall ms | cpu ms | reps | × SDPA | × peer | peak MiB | rel. error | GFLOP/s | % GEMM |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         if r.status != "ok":
-            lines.append(f"| {r.entry} | {r.n} | {_params_text(r.params, r.method)} | {r.status} | | | | | | | |")
+            lines.append(f"| {r.entry} | {r.n} | {_params_text(r.params, r.method)} | {r.status} | | | | | | | | |")
             continue
         info = derived.get(r.entry, {})
         to_sdpa = info.get("ratio_to_sdpa", {}).get(r.n)
@@ -452,7 +466,8 @@ def table(rows: list[Row], derived: dict[str, Any]) -> str:
         err = r.error if not math.isnan(r.error) else None
         own = f" (own target {r.error_own_target:.3f})" if not math.isnan(r.error_own_target) else ""
         lines.append(
-            f"| {r.entry} | {r.n} | {_params_text(r.params, r.method)} | {r.time_s * 1e3:.1f} | {r.repeats} | "
+            f"| {r.entry} | {r.n} | {_params_text(r.params, r.method)} | {r.time_s * 1e3:.1f} | {r.cpu_s * 1e3:.1f} | "
+            f"{r.repeats} | "
             f"{_num(to_sdpa, '.3f')} | {_num(to_peer, '.2f')} | {_num(r.peak_mib, '.1f')} | "
             f"{_num(err, '.3f')}{own} | {_num(r.gflops_per_s, '.2f')} | {_num(100 * r.gemm_fraction, '.1f')} |"
         )
@@ -521,7 +536,7 @@ def write_results(
         f"(fraction = {settings.row_budget}/n). GEMM {machine['gemm_gflops']:.1f} GFLOP/s. "
         f"Load average {machine.get('load_average')} → {machine.get('load_average_end')}.\n\n"
     )
-    paths["md"].write_text(header + table(rows, derived) + "\n")
+    paths["md"].write_text(header + table(rows, derived, settings.clock) + "\n")
     return paths
 
 
@@ -556,6 +571,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--row-budget", type=int, default=256, help="stored scores per query (default 256)")
     parser.add_argument("--device", default="auto", help="auto | cpu | cuda")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's, = cores)")
+    parser.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="clock for ratios and slopes: wall (default), or cpu = process CPU time, robust on a "
+        "busy machine with --threads 1",
+    )
     parser.add_argument("--time-budget", type=float, default=None, help="seconds of timed repeats per point")
     parser.add_argument("--max-repeats", type=int, default=None)
     parser.add_argument("--out", type=Path, default=None, help="output folder")
@@ -572,7 +594,11 @@ def main(argv: list[str] | None = None) -> int:
         sizes = QUICK_SIZES if args.quick else (GPU_SIZES if device.type == "cuda" else CPU_SIZES)
     if args.threads is not None:
         torch.set_num_threads(args.threads)
-    settings = Settings(sizes=sizes, row_budget=args.row_budget, device=device.type, threads=torch.get_num_threads())
+    settings = Settings(
+        sizes=sizes, row_budget=args.row_budget, device=device.type, threads=torch.get_num_threads(), clock=args.clock
+    )
+    if settings.clock == "cpu" and (settings.threads > 1 or device.type != "cpu"):
+        print("note: --clock cpu sums the CPU time of all threads (and ignores GPU time); use it with --threads 1")
     if args.quick:
         settings.time_budget_s, settings.max_repeats, settings.gemm_size = 0.0, 1, 512
     if args.time_budget is not None:
@@ -599,10 +625,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     with tempfile.TemporaryDirectory(prefix="bench_inputs_") as tmp:
         rows, machine = run_suite(settings, methods, peers_wanted, list(BASELINES), Path(tmp))
-    derived = derive(rows)
+    derived = derive(rows, settings.clock)
     paths = write_results(out_dir, rows, machine, settings, derived, available)
     print()
-    print(table(rows, derived))
+    print(table(rows, derived, settings.clock))
     print(
         f"\nGEMM {machine['gemm_gflops']:.1f} GFLOP/s; wall {machine['wall_s']:.0f} s; written: "
         + ", ".join(str(p) for p in paths.values())

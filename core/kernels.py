@@ -1,6 +1,6 @@
 """The Performer feature study and the trainable-kernel comparison (notes: kernels-performer-trainable.md).
 
-Everything here uses the FAVOR+ feature maps of ``core.methods.performer`` (no second implementation):
+Everything here uses the FAVOR+ feature maps of ``core.approximators.performer`` (no second implementation):
 
 * ``lemma2_mse`` / ``orthogonal_mse_bound``: the closed-form MSE of the raw kernel estimate of exp(x.y)
   (Choromanski et al., Lemma 2 and the ORF theorem) and ``kernel_mse_monte_carlo``: the same measured over
@@ -25,15 +25,15 @@ from typing import Any
 import torch
 
 from core.approximation import approximate, prepare_inputs
-from core.errors import ParameterError
-from core.methods.learned_kernel import VARIANTS, fit_kernel, linear_weights
-from core.methods.performer import (
+from core.approximators.learned_kernel import VARIANTS, fit_kernel, linear_weights
+from core.approximators.performer import (
     draw_projection,
     feature_pair,
     frequencies,
     linear_attention,
     performer_features,
 )
+from core.errors import ParameterError
 
 KERNEL_VARIANTS: tuple[tuple[str, bool], ...] = (
     ("positive", False),

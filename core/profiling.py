@@ -29,13 +29,22 @@ from core.device import synchronize
 
 @dataclass
 class Timing:
-    """Wall-clock seconds of the timed repeats (warm-up excluded)."""
+    """Seconds of the timed repeats (warm-up excluded): wall clock, and this process's CPU time.
+
+    With one thread and a busy machine, CPU time is the robust measure: it leaves out the time the process
+    waited for a core. With several threads it adds their times up (and OpenMP's spin-waits).
+    """
 
     times: list[float] = field(default_factory=list)
+    cpu_times: list[float] = field(default_factory=list)
 
     @property
     def median(self) -> float:
         return statistics.median(self.times) if self.times else math.nan
+
+    @property
+    def cpu_median(self) -> float:
+        return statistics.median(self.cpu_times) if self.cpu_times else math.nan
 
     @property
     def repeats(self) -> int:
@@ -47,6 +56,16 @@ class Timing:
         if len(self.times) < 2:
             return 0.0
         return (max(self.times) - min(self.times)) / self.median
+
+
+def timed(fn: Callable[[], Any], device: torch.device | str = "cpu") -> tuple[Any, float, float]:
+    """One synchronised call: (result, wall seconds, process CPU seconds)."""
+    dev = torch.device(device)
+    synchronize(dev)
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = fn()
+    synchronize(dev)
+    return result, time.perf_counter() - wall, time.process_time() - cpu
 
 
 def time_call(
@@ -70,14 +89,11 @@ def time_call(
     timing = Timing()
     spent = 0.0
     for i in range(max(repeats, 1)):
-        synchronize(dev)
-        start = time.perf_counter()
-        fn()
-        synchronize(dev)
-        elapsed = time.perf_counter() - start
-        timing.times.append(elapsed)
-        spent += elapsed
-        if budget_s is not None and i + 1 >= min_repeats and spent + elapsed > budget_s:
+        _, wall, cpu = timed(fn, dev)
+        timing.times.append(wall)
+        timing.cpu_times.append(cpu)
+        spent += wall
+        if budget_s is not None and i + 1 >= min_repeats and spent + wall > budget_s:
             break
     return timing
 

@@ -80,7 +80,10 @@ class ParamSpec:
         return self._check_number(value, n, d, label, integer=self.kind == "int")
 
     def _check_number(self, value: Any, n: int, d: int, label: str, *, integer: bool) -> Any:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, bool):
+            # True/False are ints to Python, but a boolean for a count is a caller's mistake.
+            raise ParameterError(label, f"must be {self.range_text(n, d)}, got {value!r}")
+        if not isinstance(value, (int, float)):
             try:
                 value = float(value) if not integer else _as_int(value)
             except (TypeError, ValueError):
@@ -202,4 +205,4 @@ def get(name: str) -> MethodSpec:
 
 def _load_all() -> None:
     # Importing the package registers every method module.
-    import core.methods  # noqa: F401
+    import core.approximators  # noqa: F401

@@ -21,7 +21,7 @@ ui.explain(
     r"\mathrm{error} = \frac{\lVert \hat A - A\rVert_F}{\lVert A\rVert_F}",
 )
 
-top = st.columns([3, 1, 1])
+top = st.columns([3, 1, 1, 1])
 methods = ui.method_picker("Methods", "methods", DEFAULT_METHODS, n=s.n, where=top[0])
 log_colour = ui.toggle(
     "Log colour scale",
@@ -38,6 +38,15 @@ view = ui.choice(
     where=top[2],
     widget="radio",
     help="one: the head chosen in the sidebar, full size. all: a small grid of every head.",
+)
+resolution = ui.choice(
+    "Heatmap pixels",
+    "res",
+    [128, 256, 512],
+    256,
+    where=top[3],
+    help="Largest side of each heatmap sent to the browser (block maximum). Smaller is faster; the Export "
+    "menu has the full-resolution PNG.",
 )
 
 params: dict[str, dict] = {}
@@ -101,18 +110,31 @@ if rows:
 
 # ------------------------------------------------------------------ heatmaps
 head = s.head
-factor = ui.block_factor(s.n)
-exact_map = ui.display(exact.attention[head]) if not exact.reduced else exact.attention[head]
 kind_args = {"log": log_colour}
+base_factor = 1 if not exact.reduced else ui.block_factor(s.n)
 
 
-def full_png(method: str):
+def shrink(a: np.ndarray, base: int, mode: str) -> tuple[np.ndarray, int]:
+    """Block-reduce a (possibly already reduced) map to at most `resolution` per side; returns it and the block."""
+    extra = max(1, -(-a.shape[-1] // resolution))
+    return ui.block_reduce(a, extra, mode), base * extra
+
+
+exact_map, factor = shrink(exact.attention[head], base_factor, "max")
+
+
+def full_png(method: str, kind: str = "attention"):
+    """A full-resolution PNG, computed only when the download button is pressed."""
+
     def make() -> bytes:
         from ui import compute
 
         matrix = compute.full_attention(
             s.spec, s.beta, s.device_name, method, ui.params_key(params.get(method, {})), s.seed, head
         )
+        if kind == "error":
+            matrix = matrix - compute.full_attention(s.spec, s.beta, s.device_name, "exact", (), s.seed, head)
+            return ui.png_bytes(matrix, "error")
         return ui.png_bytes(matrix, "attention", log=log_colour)
 
     return make
@@ -140,19 +162,15 @@ if view == "one":
                     continue
                 res = results[method]
                 label = ui.method_label(method)
-                attention = res.attention[head]
-                fig = ui.heatmap(attention, label, factor=res.factor, **kind_args)
+                attention, shown_factor = shrink(res.attention[head], res.factor, "max")
+                fig = ui.heatmap(attention, label, factor=shown_factor, **kind_args)
                 ui.show_figure(
                     fig, f"{method}_attention", data={"attention": attention}, png=full_png(method), key=f"{method}_att"
                 )
-                err = res.error[head]
-                efig = ui.heatmap(err, f"{label} − exact", kind="error", factor=res.factor, hover_label="error")
+                err, _ = shrink(res.error[head], res.factor, "absmax")
+                efig = ui.heatmap(err, f"{label} − exact", kind="error", factor=shown_factor, hover_label="error")
                 ui.show_figure(
-                    efig,
-                    f"{method}_error",
-                    data={"error": err},
-                    key=f"{method}_err",
-                    png=lambda e=err, f=res.factor: ui.png_bytes(e, "error"),
+                    efig, f"{method}_error", data={"error": err}, key=f"{method}_err", png=full_png(method, "error")
                 )
                 st.caption(
                     f"head {head}: error {res.metrics['attention_error'][head]:.3f}, "
@@ -166,7 +184,7 @@ else:
     st.subheader("All heads: exact (first row) and each method")
     ok = [m for m in methods if not results[m].error_message]
     heads = s.heads
-    grid_side = 96
+    grid_side = 64 if heads > 6 else 96
     grid_factor = max(1, -(-s.n // grid_side))
     names = ["exact", *ok]
     fig = make_subplots(
@@ -195,11 +213,12 @@ else:
                 zmin=-6 if log_colour else 0,
                 hovertemplate=f"{method} head {h}<br>i %{{y}}, j %{{x}}<br>value %{{z:.3g}}<extra></extra>",
             )
-        fig.update_yaxes(title_text=ui.method_label(method) if method != "exact" else "exact", row=r + 1, col=1)
+        fig.update_yaxes(title_text=method, row=r + 1, col=1)
     fig.update_yaxes(autorange="reversed", showticklabels=False)
     fig.update_xaxes(showticklabels=False)
+    cell = max(50, min(150, 1000 // heads))  # square cells in a ~1000 px wide main area
     fig.update_layout(
-        height=140 * len(names) + 60, margin={"l": 10, "r": 10, "t": 30, "b": 10}, template="plotly_white"
+        height=(cell + 12) * len(names) + 60, margin={"l": 10, "r": 10, "t": 30, "b": 10}, template="plotly_white"
     )
     ui.show_figure(fig, "all_heads_grid", data=data, key="grid")
     st.caption(

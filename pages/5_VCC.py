@@ -16,7 +16,7 @@ from plotly.subplots import make_subplots
 import core
 import ui
 from core import vcc_tree
-from core.methods.vcc import cost_model
+from core.approximators.vcc import cost_model
 from ui import compute
 
 ui.page("VCC", icon="🌳")

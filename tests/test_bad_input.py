@@ -151,8 +151,9 @@ def test_wrong_shapes_empty_and_non_finite_inputs(method: str) -> None:
 def test_bad_scale(scale: object) -> None:
     q, k, v = qkv()
     with pytest.raises(ParameterError) as err:
-        core.approximate("performer", q[None].expand(3, N, D), k[None].expand(3, N, D), v[None].expand(3, N, D),
-                         scale=scale)
+        core.approximate(
+            "performer", q[None].expand(3, N, D), k[None].expand(3, N, D), v[None].expand(3, N, D), scale=scale
+        )
     assert err.value.parameter == "scale"
     assert "scale" in str(err.value)
 

@@ -251,3 +251,20 @@ def test_interactive_measurements_have_every_part() -> None:
     assert "exact attention" in labels and len(labels) == 3 and sweep["settings"]["points"] == 24
     text = interactive.table({"sweep": {**sweep, "goal_s": 5.0}})
     assert "| sweep |" in text
+
+
+def test_sdpa_baseline_uses_the_fused_kernel_not_the_math_path() -> None:
+    """3-D inputs send CPU SDPA to the math path (n x n scores); the baseline must time the fused kernel."""
+    from torch import profiler
+
+    from benchmarks import peers
+
+    x = core.data.gaussian(128, 64, 0, heads=2)
+    call = peers.sdpa_call(x.q, x.k, x.v, 0.125)
+    with profiler.profile(activities=[profiler.ProfilerActivity.CPU]) as prof:
+        out = call()
+    names = {event.key for event in prof.key_averages()}
+    assert "aten::_scaled_dot_product_attention_math" not in names, names
+    assert out.shape == x.v.shape
+    expected = core.approximate("exact", x.q, x.k, x.v, scale=0.125).output
+    assert torch.allclose(out, expected, atol=1e-5)

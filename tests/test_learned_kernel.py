@@ -8,8 +8,8 @@ import torch.nn.functional as F
 
 import core
 from core import kernels as K
+from core.approximators import learned_kernel as lk
 from core.errors import ParameterError
-from core.methods import learned_kernel as lk
 
 
 @pytest.fixture(scope="module")

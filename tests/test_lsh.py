@@ -73,8 +73,9 @@ def recall_of_top_entries(x: core.data.Inputs, beta: float, rounds: int, buckets
     top = torch.zeros_like(logits, dtype=torch.bool).scatter(-1, logits.topk(8, dim=-1).indices, True)
     found = []
     for seed in seeds:
-        support = core.approximate("lsh", x.q, x.k, x.v, scale=beta, seed=seed, rounds=rounds,
-                                   buckets=buckets).parts["support"][0]
+        support = core.approximate("lsh", x.q, x.k, x.v, scale=beta, seed=seed, rounds=rounds, buckets=buckets).parts[
+            "support"
+        ][0]
         found.append(float((support & top).sum() / top.sum()))
     return sum(found) / len(found)
 

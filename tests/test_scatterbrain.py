@@ -148,9 +148,7 @@ def test_attention_is_row_normalised_unnormalized_estimate_and_parts_add_up(supp
     omega = sb.parts["support"]
     assert float(sb.parts["sparse"][~omega].abs().max()) == 0.0
     low_rank = sb.parts["unnormalized_low_rank"]
-    torch.testing.assert_close(
-        sb.parts["low_rank"], low_rank / estimate.sum(-1, keepdim=True), rtol=1e-10, atol=1e-14
-    )
+    torch.testing.assert_close(sb.parts["low_rank"], low_rank / estimate.sum(-1, keepdim=True), rtol=1e-10, atol=1e-14)
 
 
 def test_naive_sum_double_counts_on_omega() -> None:

@@ -80,8 +80,15 @@ def test_oracle_crossover_exists_on_clustered_input(clustered: core.data.Inputs)
 
 def test_regime_map_oracles_find_all_three_regimes() -> None:
     # clusters of 32 > the sparse budget of 16 per row, so sparse alone cannot cover a cluster (section 8)
-    result = sweeps.regime_map(n=128, d=32, clusters=4, betas=[0.5, 5.0, 40.0], spreads=[0.3], methods=sweeps.ORACLES,
-                               method_params={"rpca": {"iterations": 40}})
+    result = sweeps.regime_map(
+        n=128,
+        d=32,
+        clusters=4,
+        betas=[0.5, 5.0, 40.0],
+        spreads=[0.3],
+        methods=sweeps.ORACLES,
+        method_params={"rpca": {"iterations": 40}},
+    )
     assert result.entropy.shape == (1, 3)
     for role in result.roles:
         assert result.errors[role].shape == (1, 3)
@@ -108,8 +115,14 @@ def test_regime_map_estimators_shapes() -> None:
 
 @pytest.mark.parametrize(
     ("kwargs", "name"),
-    [({"betas": []}, "betas"), ({"betas": [0.0]}, "betas"), ({"taus": [-1.0]}, "taus"), ({"betas": [math.nan]}, "betas"),
-     ({}, "taus"), ({"betas": [1.0], "taus": [1.0]}, "taus")],
+    [
+        ({"betas": []}, "betas"),
+        ({"betas": [0.0]}, "betas"),
+        ({"taus": [-1.0]}, "taus"),
+        ({"betas": [math.nan]}, "betas"),
+        ({}, "taus"),
+        ({"betas": [1.0], "taus": [1.0]}, "taus"),
+    ],
 )
 def test_bad_temperatures(clustered: core.data.Inputs, kwargs: dict, name: str) -> None:
     with pytest.raises(ParameterError) as err:

@@ -136,7 +136,7 @@ def test_dockerignore_keeps_everything_the_app_needs() -> None:
         for line in (REPO_ROOT / ".dockerignore").read_text().splitlines()
         if line.strip() and not line.startswith("#")
     ]
-    needed = ["app.py", "requirements.txt", "core", "core/methods/exact.py", "ui", "pages", "app_pages", "assets"]
+    needed = ["app.py", "requirements.txt", "core", "core/approximators/exact.py", "ui", "pages", "app_pages", "assets"]
     for path in needed:
         for pattern in patterns:
             assert not fnmatch.fnmatch(path, pattern.lstrip("/")), f".dockerignore pattern {pattern!r} drops {path}"

@@ -11,8 +11,8 @@ from scipy.stats import spearmanr
 
 import core
 from core import vcc_tree
+from core.approximators.vcc import analytic_r, cost_model
 from core.errors import ParameterError
-from core.methods.vcc import analytic_r, cost_model
 
 
 def rand_qkv(shape: tuple[int, ...], n: int, d: int, seed: int, dv: int | None = None, std: float = 1.0):
@@ -57,7 +57,7 @@ def reference_output(q, k, v, vip: list[int], blocks: list[dict], scale: float, 
 
 
 def test_registered_with_api_parameter_names() -> None:
-    spec = core.registry.methods()["vcc"]  # core.methods is shadowed by the core.methods package once imported
+    spec = core.registry.methods()["vcc"]  # the registry module, equivalent to core.methods()
     names = [p.name for p in spec.params]
     for name in ("vip", "vip_indices", "mode", "block_size", "fine_blocks", "selector", "scale_correction"):
         assert name in names

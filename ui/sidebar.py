@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import html
 import math
 import re
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,7 +13,6 @@ from typing import Any
 import numpy as np
 import streamlit as st
 import torch
-from streamlit.errors import StreamlitAPIException
 
 import core
 from core import device as core_device
@@ -140,16 +141,16 @@ class Settings:
 
 
 ROOT = Path(__file__).resolve().parent.parent
-# Nicer labels and icons for known pages; other pages get a label from their file name.
+# Nicer labels for known pages; other pages get a label from their file name.
 PAGE_LABELS = {
-    "Compare": ("Compare", ":material/compare:"),
-    "Sparse_plus_low_rank": ("Sparse + low rank", ":material/join_inner:"),
-    "Error_vs_entropy": ("Error vs entropy", ":material/show_chart:"),
-    "Regime_map": ("Regime map", ":material/grid_on:"),
-    "VCC": ("VCC", ":material/account_tree:"),
-    "Rank_vs_heads": ("Rank vs heads", ":material/stacked_bar_chart:"),
-    "Kernels": ("Kernels", ":material/speed:"),
-    "Scaling": ("Scaling", ":material/trending_up:"),
+    "Compare": "Compare",
+    "Sparse_plus_low_rank": "Sparse + low rank",
+    "Error_vs_entropy": "Error vs entropy",
+    "Regime_map": "Regime map",
+    "VCC": "VCC",
+    "Rank_vs_heads": "Rank vs heads",
+    "Kernels": "Kernels",
+    "Scaling": "Scaling",
 }
 SHARED_KEYS = (
     "input",
@@ -179,29 +180,42 @@ def page_files() -> list[tuple[str, str]]:
     return [(rel, name) for _, _, rel, name in sorted(found)]
 
 
+NAV_CSS = """<style>
+.ae-nav a {display: block; padding: 0.25rem 0.6rem; margin: 0.05rem 0; border-radius: 0.4rem; color: inherit;
+           text-decoration: none; font-size: 0.95rem;}
+.ae-nav a:hover {background: rgba(151, 166, 195, 0.15);}
+.ae-nav a.ae-current {background: rgba(151, 166, 195, 0.25); font-weight: 600;}
+</style>"""
+
+
 def navigation(where: Any) -> None:
-    """Links to every page that carry the shared sidebar settings (and lesson flags) to the next page."""
+    """Links to every page that carry the shared sidebar settings (and lesson flags) to the next page.
+
+    Plain links (a full page load) rather than st.page_link: Streamlit's in-app page switch drops query
+    parameters bound to the previous page's widgets, and a full load gives the address bar the settings.
+    """
     page_state = state.current()
-    carried: dict[str, Any] = {}
+    carried: list[tuple[str, str]] = []
     for key in SHARED_KEYS:
         control = page_state.controls.get(key)
         if control is None or control.value == control.default:
             continue
-        carried[key] = control.to_url(control.value)
+        url_value = control.to_url(control.value)
+        carried += [(key, v) for v in (url_value if isinstance(url_value, list) else [url_value])]
     if state.lesson_mode():
-        carried[state.LESSON_KEY] = "1"
+        carried.append((state.LESSON_KEY, "1"))
         hide = ",".join(sorted(k for k in state.hidden_keys() if re.fullmatch(r"[A-Za-z0-9_]{1,40}", k)))
         if hide:
-            carried[state.HIDE_KEY] = hide
-    with where:
-        try:
-            st.page_link("app.py", label="Home", icon=":material/home:", query_params=carried or None)
-            for rel, name in page_files():
-                label, icon = PAGE_LABELS.get(name, (name.replace("_", " "), ":material/article:"))
-                st.page_link(rel, label=label, icon=icon, query_params=carried or None)
-        except StreamlitAPIException:  # a page run on its own (not through app.py) has no pages to link to
-            return
-        st.divider()
+            carried.append((state.HIDE_KEY, hide))
+    query = urllib.parse.urlencode(carried, safe=",/")
+    links = [("", "Home")] + [(name, PAGE_LABELS.get(name, name.replace("_", " "))) for _, name in page_files()]
+    items = []
+    for path, label in links:
+        href = (path or "./") + (f"?{query}" if query else "")
+        current = ' class="ae-current"' if path == page_state.url_path else ""
+        items.append(f'<a href="{html.escape(href, quote=True)}" target="_self"{current}>{html.escape(label)}</a>')
+    where.markdown(NAV_CSS + '<nav class="ae-nav">' + "".join(items) + "</nav>", unsafe_allow_html=True)
+    where.divider()
 
 
 def sidebar(
@@ -413,7 +427,7 @@ def _temperature_readout(settings: Settings) -> None:
 
 
 def registered_methods() -> dict[str, core.MethodSpec]:
-    """All registered methods, in registry order (use this, not ``core.methods``: ``import core.methods``
+    """All registered methods, in registry order (use this, not ``core.methods``: ``import core.approximators``
     rebinds that name to the subpackage)."""
     return registry.methods()
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import urllib.parse
 from pathlib import Path
 
@@ -68,16 +69,19 @@ def test_every_page_opens_by_deep_link(page: Page, app_server: str) -> None:
 def test_a_slider_move_updates_the_url_and_the_metrics(page: Page, app_server: str) -> None:
     page.goto(f"{app_server}/Compare?n=64&heads=1&methods=performer&methods=lsh")
     wait_for_app(page)
+    values = page.locator("[data-testid='stMetricValue']")
+    expect(values).to_have_count(2, timeout=90_000)
     before = metric_values(page)
-    assert len(before) == 2
     slider = page.get_by_role("slider", name="Temperature τ")
     slider.focus()
     page.keyboard.press("ArrowRight")
+    page.wait_for_url(re.compile(r"[?&]tau=0\.3(&|$)"), timeout=30_000)  # 0.2 -> the next option, 0.3
     wait_for_app(page)
-    page.wait_for_timeout(500)
-    assert params_of(page.url).get("tau") == ["0.3"], page.url  # 0.2 -> next option 0.3
+    deadline = time.monotonic() + 60
+    while metric_values(page) == before and time.monotonic() < deadline:
+        page.wait_for_timeout(250)
     after = metric_values(page)
-    assert after != before, "the metrics did not change after the temperature moved"
+    assert len(after) == 2 and after != before, "the metrics did not change after the temperature moved"
     assert "tau=0.3" in share_box(page)
     save_screenshot(page, "compare_after_slider_move")
 
@@ -97,8 +101,8 @@ def test_navigation_keeps_the_shared_settings(page: Page, app_server: str) -> No
     page.goto(f"{app_server}/Compare?n=64&heads=1&tau=0.5&methods=performer")
     wait_for_app(page)
     page.locator("[data-testid='stSidebar']").get_by_role("link", name="Sparse + low rank").click()
+    page.wait_for_url(re.compile(r"/Sparse_plus_low_rank"), timeout=30_000)
     wait_for_app(page)
-    page.wait_for_timeout(300)
     assert "/Sparse_plus_low_rank" in page.url
     got = params_of(page.url)
     assert got.get("n") == ["64"] and got.get("tau") == ["0.5"], page.url

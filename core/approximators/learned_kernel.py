@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from core.approximation import Approximation, AttentionInputs, Cost, make_result
-from core.methods.performer import safe_denominator
+from core.approximators.performer import safe_denominator
 from core.registry import MethodSpec, ParamSpec, register
 
 VARIANTS = ("ff", "glu", "oglu", "aoglu")

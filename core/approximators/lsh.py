@@ -1,8 +1,8 @@
 """LSH sparse attention in the style of Reformer and SMYRF.
 
 Each round draws a random rotation R and hashes queries and keys separately by angular LSH,
-h(x) = argmax([x R, -x R]) over ``buckets`` directions (on unit-normalised x, so Q != K works).
-As in SMYRF, queries and keys are then sorted by hash (ties by position) and cut into ``buckets``
+h(x) = argmax([x R, -x R]) (on unit-normalised x, so Q != K works), refined by a second angular hash.
+As in SMYRF, queries and keys are then sorted by hash code (ties by position) and cut into ``buckets``
 balanced chunks of c = ceil(n / buckets): query chunk t attends to key chunk t. That keeps the cost at
 O(n c) per round whatever the bucket sizes, and with one bucket it is exact attention.
 
@@ -21,10 +21,11 @@ from typing import Any
 import torch
 
 from core.approximation import Approximation, AttentionInputs, Cost, make_result
-from core.methods.common import HASH_STREAM, ceil_div, masked_softmax
+from core.approximators.common import HASH_STREAM, ceil_div, masked_softmax
 from core.registry import MethodSpec, ParamSpec, register
 
 MAX_ROUNDS = 16
+MAX_DIRECTIONS = 32
 
 
 @dataclass
@@ -70,33 +71,51 @@ class HashPlan:
         return count
 
 
+def hash_directions(buckets: int) -> tuple[int, int]:
+    """Random directions of the primary and secondary angular hash.
+
+    The hash only fixes the sort order; the chunks come from cutting the sorted sequence. So one fixed-size
+    code serves every bucket count and hashing costs O(n d) per round: a primary hash into 2 * MAX_DIRECTIONS
+    buckets, and a secondary one that orders the points inside each primary bucket. One bucket needs none.
+    """
+    if buckets <= 1:
+        return 0, 0
+    return MAX_DIRECTIONS, MAX_DIRECTIONS
+
+
 def hash_plan(inputs: AttentionInputs, rounds: int, buckets: int) -> HashPlan:
     """Angular LSH of queries and keys for every round, sorted into balanced chunks."""
     b, n, d = inputs.batch, inputs.n, inputs.d
     buckets = min(buckets, n)
     chunk = ceil_div(n, buckets)
     chunks = ceil_div(n, chunk)
-    directions = ceil_div(buckets, 2)
-    rotations = inputs.randn(rounds, d, directions, stream=HASH_STREAM)
+    primary, secondary = hash_directions(buckets)
+    rotations = inputs.randn(rounds, d, max(primary + secondary, 1), stream=HASH_STREAM)
     positions = torch.arange(n, device=inputs.device)
 
-    def hashes(x: torch.Tensor) -> torch.Tensor:
-        unit = x / x.norm(dim=-1, keepdim=True).clamp_min(torch.finfo(x.dtype).tiny)
-        rotated = torch.einsum("bnd,rdk->brnk", unit, rotations)
-        both = torch.cat([rotated, -rotated], dim=-1)[..., :buckets]
-        return both.argmax(dim=-1)  # (B, R, n)
+    def angular(rotated: torch.Tensor, count: int) -> torch.Tensor:
+        return torch.cat([rotated, -rotated], dim=-1)[..., :count].argmax(dim=-1)
 
-    def order_and_chunk(bucket: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        key = bucket * n + positions  # sort by bucket, ties by position (a stable, seed-free order)
+    def hashes(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if not primary:
+            zeros = torch.zeros(b, rounds, n, dtype=torch.long, device=inputs.device)
+            return zeros, zeros
+        unit = x / x.norm(dim=-1, keepdim=True).clamp_min(torch.finfo(x.dtype).tiny)
+        rotated = torch.einsum("bnd,rdk->brnk", unit, rotations)  # (B, R, n, primary + secondary)
+        bucket = angular(rotated[..., :primary], 2 * primary)
+        return bucket, bucket * (2 * secondary) + angular(rotated[..., primary:], 2 * secondary)
+
+    def order_and_chunk(code: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        key = code * n + positions  # sort by hash code, ties by position (a stable, seed-free order)
         order = key.argsort(dim=-1)
         rank = torch.empty_like(order)
         rank.scatter_(-1, order, positions.expand_as(order))
         pad = torch.full((b, rounds, chunks * chunk - n), n, dtype=order.dtype, device=order.device)
         return torch.cat([order, pad], dim=-1), torch.div(rank, chunk, rounding_mode="floor")
 
-    q_bucket, k_bucket = hashes(inputs.q), hashes(inputs.k)
-    q_order, q_chunk = order_and_chunk(q_bucket)
-    k_order, k_chunk = order_and_chunk(k_bucket)
+    (q_bucket, q_code), (k_bucket, k_code) = hashes(inputs.q), hashes(inputs.k)
+    q_order, q_chunk = order_and_chunk(q_code)
+    k_order, k_chunk = order_and_chunk(k_code)
     return HashPlan(q_order, k_order, q_chunk, k_chunk, q_bucket, k_bucket, chunk, chunks)
 
 
@@ -185,7 +204,7 @@ def lsh_cost(inputs: AttentionInputs, params: dict[str, Any]) -> Cost:
     chunk = ceil_div(n, buckets)
     padded = ceil_div(n, chunk) * chunk
     pairs = padded * chunk  # scores per round
-    hashing = 2 * n * d * ceil_div(buckets, 2) * 2
+    hashing = 2 * 2 * n * d * sum(hash_directions(buckets))
     flops = rounds * (hashing + 2 * pairs * d + 2 * pairs * dv + 4 * pairs + 2 * n * math.log2(max(n, 2)))
     return Cost(memory=b * rounds * pairs, flops=b * int(flops))
 

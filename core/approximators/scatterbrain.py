@@ -16,10 +16,10 @@ from typing import Any
 import torch
 
 from core.approximation import Approximation, AttentionInputs, Cost, make_result
-from core.methods.common import row_normalise
-from core.methods.local import band_blocks, band_mask, local_cost, window_param
-from core.methods.lsh import chunk_blocks, hash_plan, lsh_cost, lsh_params
-from core.methods.performer import (
+from core.approximators.common import row_normalise
+from core.approximators.local import band_blocks, band_mask, local_cost, window_param
+from core.approximators.lsh import chunk_blocks, hash_plan, lsh_cost, lsh_params
+from core.approximators.performer import (
     LogFeatures,
     feature_pair,
     linear_attention,
@@ -214,7 +214,7 @@ def scatterbrain_budget(n: int, d: int, fraction: float) -> dict[str, Any]:
     return {
         "features": max(1, round(low_rank_fraction * n / 2)),
         "buckets": max(1, round(rounds / sparse_fraction)),
-        "window": max(0, round((sparse_fraction * n - 1) / 2)),
+        "window": max(0, round(sparse_fraction * n / 3)),
     }
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from core.approximation import Approximation, AttentionInputs, Cost, make_result
-from core.methods.common import PROJECTION_STREAM
+from core.approximators.common import PROJECTION_STREAM
 from core.registry import MethodSpec, ParamSpec, register
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from core.approximation import Approximation, AttentionInputs, Cost, make_result
-from core.methods.common import FEATURE_STREAM
+from core.approximators.common import FEATURE_STREAM
 from core.registry import MethodSpec, ParamSpec, register
 
 MAX_FEATURES = 8192
