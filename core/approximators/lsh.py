@@ -52,23 +52,30 @@ class HashPlan:
     def support(self) -> torch.Tensor:
         return self.support_rounds().any(dim=1)
 
-    def multiplicity(self, q_pos: torch.Tensor, k_pos: torch.Tensor) -> torch.Tensor:
-        """How many rounds put query q_pos and key k_pos in one chunk.
+    def seen_before(self, r: int, q_pos: torch.Tensor, k_pos: torch.Tensor) -> torch.Tensor | None:
+        """Pairs of round r's chunks that an earlier round already attended: (B, C, c, c) bool, or None.
 
-        q_pos (B, C, c), k_pos (B, C, c) positions (n = dummy); result (B, C, c, c), >= 1 on real pairs
-        of the chunk being processed.
+        Counting each pair only in the first round that finds it makes the rounds together attend over the
+        union of their supports, each pair exactly once.
         """
+        if r == 0:
+            return None
         batch = q_pos.shape[0]
-        pad = torch.full((batch, self.rounds, 1), -1, dtype=self.q_chunk.dtype, device=self.q_chunk.device)
-        q_chunks = torch.cat([self.q_chunk, pad], dim=-1)
-        k_chunks = torch.cat([self.k_chunk, pad - 1], dim=-1)
-        count = torch.zeros(*q_pos.shape, k_pos.shape[-1], dtype=torch.int32, device=q_pos.device)
         flat_q, flat_k = q_pos.reshape(batch, -1), k_pos.reshape(batch, -1)
-        for r in range(self.rounds):
-            cq = torch.gather(q_chunks[:, r], 1, flat_q).reshape(q_pos.shape)
-            ck = torch.gather(k_chunks[:, r], 1, flat_k).reshape(k_pos.shape)
-            count += (cq.unsqueeze(-1) == ck.unsqueeze(-2)).to(torch.int32)
-        return count
+        seen: torch.Tensor | None = None
+        for earlier in range(r):
+            # Dummies get chunk ids that never match anything (-1 for queries, -2 for keys).
+            cq = _pad_gather(self.q_chunk[:, earlier], flat_q, -1).reshape(q_pos.shape)
+            ck = _pad_gather(self.k_chunk[:, earlier], flat_k, -2).reshape(k_pos.shape)
+            same = cq.unsqueeze(-1) == ck.unsqueeze(-2)
+            seen = same if seen is None else seen.logical_or_(same)
+        return seen
+
+
+def _pad_gather(values: torch.Tensor, index: torch.Tensor, fill: int) -> torch.Tensor:
+    """values (B, n) at index (B, m) where index n (the dummy) reads ``fill``."""
+    padded = torch.cat([values, torch.full_like(values[:, :1], fill)], dim=1)
+    return torch.gather(padded, 1, index)
 
 
 def hash_directions(buckets: int) -> tuple[int, int]:
@@ -93,8 +100,11 @@ def hash_plan(inputs: AttentionInputs, rounds: int, buckets: int) -> HashPlan:
     rotations = inputs.randn(rounds, d, max(primary + secondary, 1), stream=HASH_STREAM)
     positions = torch.arange(n, device=inputs.device)
 
-    def angular(rotated: torch.Tensor, count: int) -> torch.Tensor:
-        return torch.cat([rotated, -rotated], dim=-1)[..., :count].argmax(dim=-1)
+    def angular(rotated: torch.Tensor) -> torch.Tensor:
+        # argmax over [x R, -x R] without building the concatenation
+        top, top_index = rotated.max(dim=-1)
+        bottom, bottom_index = rotated.min(dim=-1)
+        return torch.where(top >= -bottom, top_index, bottom_index + rotated.shape[-1])
 
     def hashes(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         if not primary:
@@ -102,8 +112,8 @@ def hash_plan(inputs: AttentionInputs, rounds: int, buckets: int) -> HashPlan:
             return zeros, zeros
         unit = x / x.norm(dim=-1, keepdim=True).clamp_min(torch.finfo(x.dtype).tiny)
         rotated = torch.einsum("bnd,rdk->brnk", unit, rotations)  # (B, R, n, primary + secondary)
-        bucket = angular(rotated[..., :primary], 2 * primary)
-        return bucket, bucket * (2 * secondary) + angular(rotated[..., primary:], 2 * secondary)
+        bucket = angular(rotated[..., :primary])
+        return bucket, bucket * (2 * secondary) + angular(rotated[..., primary:])
 
     def order_and_chunk(code: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         key = code * n + positions  # sort by hash code, ties by position (a stable, seed-free order)
@@ -129,36 +139,35 @@ class ChunkBlock:
     q: torch.Tensor  # (B, C, c, d)
     k: torch.Tensor  # (B, C, c, d)
     v: torch.Tensor  # (B, C, c, dv)
-    key_valid: torch.Tensor  # (B, C, 1, c) bool
-    log_multiplicity: torch.Tensor  # (B, C, c, c): log of the rounds that share each pair (0 for dummies)
+    valid: torch.Tensor  # (B, C, 1 or c, c) bool: a real key, not already attended in an earlier round
 
 
 def chunk_blocks(inputs: AttentionInputs, plan: HashPlan) -> Iterator[ChunkBlock]:
     """Gather each round's chunks; one round at a time keeps the peak at O(n c)."""
     b, n = inputs.batch, inputs.n
-    pad_row = torch.zeros(b, 1, inputs.d, dtype=inputs.dtype, device=inputs.device)
-    q_pad = torch.cat([inputs.q, pad_row], dim=1)
-    k_pad = torch.cat([inputs.k, pad_row], dim=1)
-    v_pad = torch.cat([inputs.v, torch.zeros(b, 1, inputs.dv, dtype=inputs.dtype, device=inputs.device)], dim=1)
+    q_flat = _with_dummy_row(inputs.q)
+    k_flat = _with_dummy_row(inputs.k)
+    v_flat = _with_dummy_row(inputs.v)
+    offsets = (torch.arange(b, device=inputs.device) * (n + 1)).unsqueeze(-1)
     shape = (b, plan.chunks, plan.chunk)
     for r in range(plan.rounds):
-        q_pos = plan.q_order[:, r]
-        k_pos = plan.k_order[:, r]
-        q = _gather_rows(q_pad, q_pos).reshape(*shape, inputs.d)
-        k = _gather_rows(k_pad, k_pos).reshape(*shape, inputs.d)
-        v = _gather_rows(v_pad, k_pos).reshape(*shape, inputs.dv)
+        q_pos, k_pos = plan.q_order[:, r], plan.k_order[:, r]
+        q_rows, k_rows = (q_pos + offsets).reshape(-1), (k_pos + offsets).reshape(-1)
+        q = q_flat.index_select(0, q_rows).reshape(*shape, inputs.d)
+        k = k_flat.index_select(0, k_rows).reshape(*shape, inputs.d)
+        v = v_flat.index_select(0, k_rows).reshape(*shape, inputs.dv)
         q_pos, k_pos = q_pos.reshape(shape), k_pos.reshape(shape)
-        key_valid = (k_pos < n).unsqueeze(-2)
-        if plan.rounds > 1:
-            count = plan.multiplicity(q_pos, k_pos)
-            log_mult = torch.log(count.clamp_min(1).to(inputs.dtype))
-        else:
-            log_mult = torch.zeros((), dtype=inputs.dtype, device=inputs.device).expand(*shape, plan.chunk)
-        yield ChunkBlock(r, q_pos, k_pos, q, k, v, key_valid, log_mult)
+        valid = (k_pos < n).unsqueeze(-2)
+        seen = plan.seen_before(r, q_pos, k_pos)
+        if seen is not None:
+            valid = valid & ~seen
+        yield ChunkBlock(r, q_pos, k_pos, q, k, v, valid)
 
 
-def _gather_rows(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    return torch.gather(x, 1, index.unsqueeze(-1).expand(-1, -1, x.shape[-1]))
+def _with_dummy_row(x: torch.Tensor) -> torch.Tensor:
+    """(B, n, d) -> (B * (n + 1), d) with a zero row after each batch element's rows (the dummy position n)."""
+    padded = torch.cat([x, torch.zeros_like(x[:, :1])], dim=1)
+    return padded.reshape(-1, x.shape[-1])
 
 
 def scatter_rows(values: torch.Tensor, positions: torch.Tensor, n: int) -> torch.Tensor:
@@ -176,11 +185,13 @@ def _run(inputs: AttentionInputs, params: dict[str, Any]) -> Approximation:
     plan = hash_plan(inputs, params["rounds"], params["buckets"])
     n = inputs.n
     outputs, lses = [], []
+    lowest = torch.finfo(inputs.dtype).min
     for block in chunk_blocks(inputs, plan):
-        scores = inputs.scale.unsqueeze(1) * (block.q @ block.k.transpose(-1, -2)) - block.log_multiplicity
-        scores = scores.masked_fill(~block.key_valid, float("-inf"))
+        scores = block.q @ block.k.transpose(-1, -2)
+        scores.mul_(inputs.scale.unsqueeze(1)).masked_fill_(~block.valid, lowest)
+        # A row whose pairs were all attended earlier gets lse ~ lowest, so its round weight is 0.
         lse = torch.logsumexp(scores, dim=-1, keepdim=True)
-        out = torch.exp(scores - lse) @ block.v
+        out = torch.exp_(scores.sub_(lse)) @ block.v
         outputs.append(scatter_rows(out, block.q_pos, n))
         lses.append(scatter_rows(lse, block.q_pos, n))
     weights = torch.softmax(torch.stack(lses), dim=0)  # (R, B, n, 1)

@@ -44,8 +44,7 @@ class SupportBlock:
     q: torch.Tensor  # (B, C, c, d)
     k: torch.Tensor  # (B, C, ck, d)
     v: torch.Tensor  # (B, C, ck, dv)
-    valid: torch.Tensor  # broadcastable to (B, C, c, ck)
-    log_multiplicity: torch.Tensor | float  # pairs found in several rounds count once
+    valid: torch.Tensor  # broadcastable to (B, C, c, ck); a pair found in several LSH rounds is valid once
 
 
 def support_blocks(inputs: AttentionInputs, params: dict[str, Any]) -> Iterator[SupportBlock]:
@@ -53,14 +52,12 @@ def support_blocks(inputs: AttentionInputs, params: dict[str, Any]) -> Iterator[
     if params["support"] == "lsh":
         plan = hash_plan(inputs, params["rounds"], params["buckets"])
         for block in chunk_blocks(inputs, plan):
-            yield SupportBlock(
-                block.q_pos, block.k_pos, block.q, block.k, block.v, block.key_valid, block.log_multiplicity
-            )
+            yield SupportBlock(block.q_pos, block.k_pos, block.q, block.k, block.v, block.valid)
     elif params["support"] == "local":
         band = band_blocks(inputs, params["window"])
         q_pos = band.q_pos.clamp_max(n).masked_fill(band.q_pos >= n, n).expand(inputs.batch, -1, -1)
         k_pos = band.key_pos.clamp(0, n - 1).expand(inputs.batch, -1, -1)
-        yield SupportBlock(q_pos, k_pos, band.q, band.k, band.v, band.in_band.unsqueeze(0), 0.0)
+        yield SupportBlock(q_pos, k_pos, band.q, band.k, band.v, band.in_band.unsqueeze(0))
 
 
 def support_mask(inputs: AttentionInputs, params: dict[str, Any]) -> torch.Tensor:
@@ -112,8 +109,8 @@ def _run(inputs: AttentionInputs, params: dict[str, Any]) -> Approximation:
     low_rank_log_pad = _with_dummy(low_rank_log)
     neg_inf = float("-inf")
     for block in support_blocks(inputs, params):
-        scores = inputs.scale.unsqueeze(1) * (block.q @ block.k.transpose(-1, -2))
-        scores = scores.masked_fill(~block.valid, neg_inf)
+        scores = block.q @ block.k.transpose(-1, -2)
+        scores.mul_(inputs.scale.unsqueeze(1)).masked_fill_(~block.valid, neg_inf)
         block_max = _scatter(scores.amax(-1, keepdim=True), block.q_pos, n, fill=neg_inf)
         new_reference = torch.maximum(reference, block_max)
         rescale = torch.exp(reference - new_reference)
@@ -122,10 +119,9 @@ def _run(inputs: AttentionInputs, params: dict[str, Any]) -> Approximation:
         ref_rows = _gather(_with_dummy(reference), block.q_pos)  # (B, C, c, 1)
         lr_rows = _gather(low_rank_log_pad, block.q_pos)
         estimate = _gather(psi_q, block.q_pos) @ _gather(psi_k, block.k_pos).transpose(-1, -2)
-        correction = torch.exp(scores - ref_rows) - torch.exp(lr_rows - ref_rows) * estimate
-        correction = (
-            correction * torch.exp(-block.log_multiplicity) if torch.is_tensor(block.log_multiplicity) else correction
-        ).masked_fill(~block.valid, 0.0)
+        estimate.mul_(torch.exp(lr_rows - ref_rows))
+        # S_ij = exp(beta q.k) - phi(q).phi(k) on the support, in units of exp(reference)
+        correction = torch.exp_(scores.sub_(ref_rows)).sub_(estimate).masked_fill_(~block.valid, 0.0)
         numerator = numerator + _scatter(correction @ block.v, block.q_pos, n)
         denominator = denominator + _scatter(correction.sum(-1, keepdim=True), block.q_pos, n)
     output = numerator / safe_denominator(denominator)
