@@ -18,7 +18,7 @@ Kernel inputs: x = sqrt(beta) q, y = sqrt(beta) k, so exp(x.y) = exp(beta q.k).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +33,7 @@ from core.approximators.performer import (
     linear_attention,
     performer_features,
 )
+from core.device import cpu_threads
 from core.errors import ParameterError
 
 KERNEL_VARIANTS: tuple[tuple[str, bool], ...] = (
@@ -43,6 +44,7 @@ KERNEL_VARIANTS: tuple[tuple[str, bool], ...] = (
 )
 MAX_DRAWS = 20_000
 MAX_REDRAWS = 64
+MC_CHUNK_ROWS = 2**17  # projection rows drawn at once by the Monte Carlo (16 MiB at d = 16)
 # Bins of the true attention entry in units of the uniform weight 1/n (the notes' C4 table).
 ENTRY_BINS: tuple[float, ...] = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, math.inf)
 
@@ -188,19 +190,25 @@ def kernel_mse_monte_carlo(
     d = x.shape[-1]
     rows = frequencies(features, kernel)
     generator = torch.Generator().manual_seed(int(seed))
-    projection = _stacked_projection(draws, rows, d, orthogonal, generator)
     one = torch.ones(1, 1, 1, dtype=torch.float64)
-    phi_x = performer_features(x, projection, kernel, one, per_row_shift=True)
-    phi_y = performer_features(y, projection, kernel, one, per_row_shift=True)
-    # performer_features normalises by 1/sqrt(all rows) = 1/sqrt(draws * rows); each draw needs 1/sqrt(rows).
-    log_factor = float(phi_x.log_shift.flatten()[0] + phi_y.log_shift.flatten()[0]) + math.log(draws)
-    product = (phi_x.psi * phi_y.psi).reshape(-1)
-    if kernel == "positive":
-        per_draw = product.reshape(draws, rows).sum(-1)
-    else:  # [sin of every row, cos of every row]
-        sin_part, cos_part = product.reshape(2, draws, rows)
-        per_draw = (sin_part + cos_part).sum(-1)
-    estimates = per_draw * math.exp(log_factor)
+    chunk = max(1, MC_CHUNK_ROWS // rows)
+    pieces = []
+    with cpu_threads(1):
+        for start in range(0, draws, chunk):
+            count = min(chunk, draws - start)
+            projection = _stacked_projection(count, rows, d, orthogonal, generator)
+            phi_x = performer_features(x, projection, kernel, one, per_row_shift=True)
+            phi_y = performer_features(y, projection, kernel, one, per_row_shift=True)
+            # performer_features normalises by 1/sqrt(all rows) = 1/sqrt(count * rows); a draw needs 1/sqrt(rows).
+            log_factor = float(phi_x.log_shift.flatten()[0] + phi_y.log_shift.flatten()[0]) + math.log(count)
+            product = (phi_x.psi * phi_y.psi).reshape(-1)
+            if kernel == "positive":
+                per_draw = product.reshape(count, rows).sum(-1)
+            else:  # [sin of every row, cos of every row]
+                sin_part, cos_part = product.reshape(2, count, rows)
+                per_draw = (sin_part + cos_part).sum(-1)
+            pieces.append(per_draw * math.exp(log_factor))
+    estimates = torch.cat(pieces)
     true_value = math.exp(float((x * y).sum()))
     return KernelMonteCarlo(features, kernel, orthogonal, true_value, estimates)
 
@@ -428,7 +436,8 @@ def _tv_and_kl(approx: torch.Tensor, exact: torch.Tensor) -> tuple[float, float]
 
 
 def compare_kernels(
-    make_input: Callable[[int], Any],
+    fit_on: Any,
+    fresh: Any | None,
     scale: float,
     features: int,
     *,
@@ -441,19 +450,24 @@ def compare_kernels(
 ) -> KernelComparison:
     """The fitted kernel vs Performer (positive, orthogonal) vs ELU+1 linear attention at ``features`` features.
 
-    make_input(seed) -> an object with q, k, v (heads, n, d), e.g. ``lambda s: core.data.gaussian(256, 16, s)``.
-    Kernels are fitted on make_input(seed) and also evaluated on the fresh make_input(seed + 1) ("held-out"):
-    the learned phi transfers to a new draw of the same distribution. ELU+1 always has m = d features.
+    fit_on, fresh: objects with q, k, v of shape (..., n, d), e.g. ``core.data.gaussian(256, 16, seed)``. Kernels are
+    fitted to fit_on's exact attention and also evaluated on ``fresh`` (a new draw of the same distribution;
+    "held-out"), which shows whether the learned phi transfers. ``fresh=None`` skips that (tv_heldout is nan).
+    ELU+1 always has m = d features.
     """
-    fit_on, fresh = make_input(seed), make_input(seed + 1)
     rows: list[dict[str, Any]] = []
     curves: dict[str, list[float]] = {}
     exact_fit = approximate("exact", fit_on.q, fit_on.k, fit_on.v, scale=scale).attention()
-    exact_fresh = approximate("exact", fresh.q, fresh.k, fresh.v, scale=scale).attention()
+    exact_fresh = None if fresh is None else approximate("exact", fresh.q, fresh.k, fresh.v, scale=scale).attention()
     d = int(fit_on.q.shape[-1])
 
+    def heldout(method: str, **params: Any) -> float:
+        if fresh is None or exact_fresh is None:
+            return math.nan
+        attention = approximate(method, fresh.q, fresh.k, fresh.v, scale=scale, **params).attention()
+        return mean_row_tv(attention, exact_fresh)
+
     elu_fit = approximate("linear_elu", fit_on.q, fit_on.k, fit_on.v, scale=scale).attention()
-    elu_fresh = approximate("linear_elu", fresh.q, fresh.k, fresh.v, scale=scale).attention()
     tv, kl = _tv_and_kl(elu_fit, exact_fit)
     rows.append(
         {
@@ -461,69 +475,51 @@ def compare_kernels(
             "features": d,
             "tv": tv,
             "kl": kl,
-            "tv_heldout": mean_row_tv(elu_fresh, exact_fresh),
+            "tv_heldout": heldout("linear_elu"),
             "seconds": 0.0,
         }
     )
 
-    for m_label, m in (("Performer", features),):
-        tvs, kls, held = [], [], []
-        for r in range(performer_redraws):
-            fit_attention = approximate(
-                "performer",
-                fit_on.q,
-                fit_on.k,
-                fit_on.v,
-                scale=scale,
-                seed=seed + r,
-                features=m,
-                kernel="positive",
-                orthogonal=True,
-            ).attention()
-            fresh_attention = approximate(
-                "performer",
-                fresh.q,
-                fresh.k,
-                fresh.v,
-                scale=scale,
-                seed=seed + r,
-                features=m,
-                kernel="positive",
-                orthogonal=True,
-            ).attention()
-            tv, kl = _tv_and_kl(fit_attention, exact_fit)
-            tvs.append(tv)
-            kls.append(kl)
-            held.append(mean_row_tv(fresh_attention, exact_fresh))
-        rows.append(
-            {
-                "method": f"{m_label} (positive, orthogonal; mean of {performer_redraws} draws)",
-                "features": m,
-                "tv": sum(tvs) / len(tvs),
-                "kl": sum(kls) / len(kls),
-                "tv_heldout": sum(held) / len(held),
-                "seconds": 0.0,
-            }
-        )
+    tvs, kls, held = [], [], []
+    for r in range(performer_redraws):
+        params: dict[str, Any] = {"seed": seed + r, "features": features, "kernel": "positive", "orthogonal": True}
+        fit_attention = approximate("performer", fit_on.q, fit_on.k, fit_on.v, scale=scale, **params).attention()
+        tv, kl = _tv_and_kl(fit_attention, exact_fit)
+        tvs.append(tv)
+        kls.append(kl)
+        held.append(heldout("performer", **params))
+    rows.append(
+        {
+            "method": f"Performer (positive, orthogonal; mean of {performer_redraws} draws)",
+            "features": features,
+            "tv": sum(tvs) / len(tvs),
+            "kl": sum(kls) / len(kls),
+            "tv_heldout": sum(held) / len(held),
+            "seconds": 0.0,
+        }
+    )
 
     for variant in variants:
         if variant not in VARIANTS:
             raise ParameterError("variant", f"must be one of {', '.join(VARIANTS)}, got {variant!r}")
-        result = approximate(
-            "learned_kernel",
-            fit_on.q,
-            fit_on.k,
-            fit_on.v,
-            scale=scale,
-            seed=seed,
+        # The same fit as approximate("learned_kernel", ..., seed=seed): same generator streams.
+        inputs = prepare_inputs(fit_on.q, fit_on.k, fit_on.v, scale, seed)
+        fitted = fit_kernel(
+            inputs.q,
+            inputs.k,
+            inputs.scale,
             features=features,
             variant=variant,
             steps=steps,
             ortho_penalty=ortho_penalty,
             lr=lr,
+            generator=inputs.generator,
         )
-        tv, kl = _tv_and_kl(result.attention(), exact_fit)
-        held_tv = _heldout_tv(fit_on, fresh, scale, features, variant, steps, ortho_penalty, lr, seed, exact_fresh)
+        tv, kl = _tv_and_kl(_fitted_attention(fitted, fit_on, scale, seed).reshape(exact_fit.shape), exact_fit)
+        held_tv = math.nan
+        if fresh is not None and exact_fresh is not None:
+            fresh_attention = _fitted_attention(fitted, fresh, scale, seed).reshape(exact_fresh.shape)
+            held_tv = mean_row_tv(fresh_attention, exact_fresh)
         rows.append(
             {
                 "method": f"learned {variant}",
@@ -531,44 +527,22 @@ def compare_kernels(
                 "tv": tv,
                 "kl": kl,
                 "tv_heldout": held_tv,
-                "seconds": float(result.info["fit_seconds"]),
+                "seconds": fitted.seconds,
             }
         )
-        curves[variant] = list(result.parts["training_curve"])
+        curves[variant] = list(fitted.kl_curve)
     return KernelComparison(features, rows, curves)
 
 
-def _heldout_tv(
-    fit_on: Any,
-    fresh: Any,
-    scale: float,
-    features: int,
-    variant: str,
-    steps: int,
-    ortho_penalty: float,
-    lr: float,
-    seed: int,
-    exact_fresh: torch.Tensor,
-) -> float:
-    inputs = prepare_inputs(fit_on.q, fit_on.k, fit_on.v, scale, seed)
-    fitted = fit_kernel(
-        inputs.q,
-        inputs.k,
-        inputs.scale,
-        features=features,
-        variant=variant,
-        steps=steps,
-        ortho_penalty=ortho_penalty,
-        lr=lr,
-        generator=inputs.generator,
-    )
-    fresh_inputs = prepare_inputs(fresh.q, fresh.k, fresh.v, scale, seed)
-    root = fresh_inputs.scale.sqrt().to(torch.float64)
+def _fitted_attention(fitted: Any, source: Any, scale: float, seed: int) -> torch.Tensor:
+    """Dense attention of a fitted feature map on any input with q, k (flattened batch)."""
+    inputs = prepare_inputs(source.q, source.k, source.v, scale, seed)
+    dtype = fitted.weights.w.dtype
+    root = inputs.scale.sqrt().to(dtype)
     with torch.no_grad():
-        phi_q = fitted.features(fresh_inputs.q.to(torch.float64) * root)
-        phi_k = fitted.features(fresh_inputs.k.to(torch.float64) * root)
-        approx = linear_weights(phi_q, phi_k).reshape(exact_fresh.shape)
-    return mean_row_tv(approx, exact_fresh)
+        phi_q = fitted.features(inputs.q.to(dtype) * root)
+        phi_k = fitted.features(inputs.k.to(dtype) * root)
+        return linear_weights(phi_q, phi_k)
 
 
 @dataclass

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import torch
 
-from core.device import describe, resolve_device, synchronize
+from core.device import cpu_threads, describe, resolve_device, synchronize
 from core.errors import ParameterError
 
 # Input limits; a page can lower them. Every one is checked and named in the error.
@@ -101,7 +101,16 @@ def sample_points(
     uniform on the sphere. y is uniform on the sphere and independent of X.
     """
     gauss = torch.randn(batch, d, n_points, generator=generator, dtype=torch.float64)
-    if distribution == "orthonormal":
+    if distribution == "orthonormal" and n_points <= 4:
+        # Gram-Schmidt of Gaussian columns is the QR with a positive diagonal: the same Haar frame, cheaper.
+        columns: list[torch.Tensor] = []
+        for j in range(n_points):
+            col = gauss[:, :, j]
+            for prev in columns:
+                col = col - (col * prev).sum(-1, keepdim=True) * prev
+            columns.append(col / col.norm(dim=-1, keepdim=True))
+        x = torch.stack(columns, dim=1)
+    elif distribution == "orthonormal":
         q, r = torch.linalg.qr(gauss)
         # Fixing the signs of R's diagonal makes Q Haar-distributed.
         signs = torch.sign(torch.diagonal(r, dim1=-2, dim2=-1))
@@ -413,10 +422,11 @@ def train(
 ) -> TrainResult:
     """Train one layer of ``heads`` rank-``rank`` heads on the nearest-neighbour target.
 
-    AdamW (betas 0.9, 0.95, no weight decay), 5% linear warm-up then cosine decay to 0, a fresh batch every
-    step, float32 on any device. The held-out set (``test_samples`` points, fixed seed) is the
-    same for every training seed. ``distribution="auto"`` uses orthonormal targets (the theory's D_N) when
-    N <= d and i.i.d. uniform points otherwise. ``progress(step, steps)`` is called at each evaluation.
+    AdamW (betas 0.9, 0.95, no weight decay), 5% linear warm-up then cosine decay to 0, a fresh batch every step,
+    float32 on any device (on a CPU with CPU_TRAIN_THREADS intra-op threads). The held-out set (``test_samples``
+    points, fixed seed) is the same for every training seed. ``distribution="auto"`` uses orthonormal targets (the
+    theory's D_N) when N <= d and i.i.d. uniform points otherwise. ``progress(step, steps)`` is called at each
+    evaluation. ``.curve`` holds the held-out error every ``eval_every`` steps (20 evaluations by default).
     """
     d, n_points, rank, heads, steps, target_name, dist, batch = check_train_args(
         d, n_points, rank, heads, steps, target, distribution, batch
@@ -430,10 +440,7 @@ def train(
         eval_every = max(1, steps // EVALUATIONS)
     eval_every = _int_in("eval_every", eval_every, 1, MAX_STEPS)
     dev = resolve_device(device or "auto")
-    threads = torch.get_num_threads()
-    if dev.type == "cpu":
-        torch.set_num_threads(CPU_TRAIN_THREADS)
-    try:
+    with cpu_threads(CPU_TRAIN_THREADS, dev):
         return _train(
             d,
             n_points,
@@ -450,9 +457,6 @@ def train(
             test_samples,
             progress,
         )
-    finally:
-        if dev.type == "cpu":
-            torch.set_num_threads(threads)
 
 
 def _train(
@@ -477,8 +481,9 @@ def _train(
     test_truth = target_points(test_x, test_y, target)
     test_x, test_y, test_truth = (t.to(dev, dtype) for t in (test_x, test_y, test_truth))
 
-    init_gen = torch.Generator().manual_seed(seed * 2 + 1)
-    data_gen = torch.Generator().manual_seed(seed * 2 + 2)
+    # Two independent streams per seed (initialisation, batches); the held-out set has its own fixed seed.
+    init_gen = torch.Generator().manual_seed((seed * 2 + 1) % 2**63)
+    data_gen = torch.Generator().manual_seed((seed * 2 + 2) % 2**63)
     model = RankHeadsLayer(d, rank, heads, n_points, target == "biased", init_gen).to(dev, dtype)
     optimiser = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.0)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda s: _lr_factor(s, steps))
@@ -547,12 +552,15 @@ def train_best_of(
     seeds: int = 1,
     device: str | torch.device | None = None,
     target: Target = "nearest",
+    *,
+    first_seed: int = 0,
     **kwargs: Any,
 ) -> TrainResult:
-    """Best final error over seeds 0 .. seeds-1 (the paper reports the best of 5 runs)."""
+    """Best final error over seeds first_seed .. first_seed + seeds - 1 (the paper reports the best of 5 runs)."""
     seeds = _int_in("seeds", seeds, 1, 16)
     results = [
-        train(d, n_points, rank, heads, steps, seed=s, device=device, target=target, **kwargs) for s in range(seeds)
+        train(d, n_points, rank, heads, steps, seed=first_seed + s, device=device, target=target, **kwargs)
+        for s in range(seeds)
     ]
     return min(results, key=lambda r: r.error)
 
@@ -575,11 +583,16 @@ def estimate_seconds(
     seeds: int = 1,
     device: str = "cpu",
 ) -> float:
-    """Rough wall time: a fixed per-step overhead plus work at a device-dependent rate (measured on 2 CPU cores)."""
-    per_step_overhead = 1.5e-3 if device == "cpu" else 1.0e-3
-    rate = 2.5e9 if device == "cpu" else 2.0e11
-    work = grid_work(d, cells, steps, batch, seeds)
-    return len(cells) * steps * seeds * per_step_overhead + 6 * work / rate
+    """Rough wall time of a grid: a per-step overhead (sampling, evaluation, Python) plus its multiply-adds.
+
+    Calibrated on one core of the 2-core CI machine (about 4 ms per step plus 0.9 ns per multiply-add at d = 16,
+    pessimistic at larger d); a GPU figure is a guess.
+    """
+    per_step, per_mac = (4e-3, 0.9e-9) if device == "cpu" else (1.5e-3, 1e-11)
+    return (
+        len(cells) * steps * seeds * per_step * batch / DEFAULT_BATCH
+        + grid_work(d, cells, steps, batch, seeds) * per_mac
+    )
 
 
 def check_grid(
@@ -591,10 +604,16 @@ def check_grid(
     *,
     batch: int = DEFAULT_BATCH,
     seeds: int = 1,
-    max_cells: int = MAX_GRID_CELLS,
-    max_work: float = MAX_GRID_WORK,
+    max_cells: int | None = None,
+    max_work: float | None = None,
 ) -> list[tuple[int, int]]:
-    """Validate a (rank x heads) grid and return its cells; refuse one too large, naming the limit."""
+    """Validate a (rank x heads) grid and return its cells; refuse one too large, naming the limit.
+
+    The limits default to the module's MAX_GRID_CELLS and MAX_GRID_WORK, read at call time (so a deployment can
+    change them).
+    """
+    max_cells = MAX_GRID_CELLS if max_cells is None else max_cells
+    max_work = MAX_GRID_WORK if max_work is None else max_work
     d, n_points = _check_shape(d, n_points)
     steps = _int_in("steps", steps, 1, MAX_STEPS)
     if not ranks or not heads:

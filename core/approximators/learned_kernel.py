@@ -27,6 +27,7 @@ import torch.nn.functional as F
 
 from core.approximation import Approximation, AttentionInputs, Cost, make_result
 from core.approximators.performer import safe_denominator
+from core.device import cpu_threads
 from core.registry import MethodSpec, ParamSpec, register
 
 VARIANTS = ("ff", "glu", "oglu", "aoglu")
@@ -186,7 +187,7 @@ def fit_kernel(
     dtype = torch.float64 if q.dtype == torch.float64 else torch.float32
     batch, n, d = q.shape
     rows = min(n, TRAIN_ROWS)
-    with torch.inference_mode(False), torch.enable_grad():
+    with torch.inference_mode(False), torch.enable_grad(), cpu_threads(1, device):
         sqrt_scale = scale.detach().clone().to(dtype).sqrt()
         x_q = (q.detach().clone().to(dtype)) * sqrt_scale
         x_k = (k.detach().clone().to(dtype)) * sqrt_scale
