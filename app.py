@@ -97,6 +97,13 @@ st.markdown(
     "- **Error vs entropy**: a temperature sweep with the crossover marked (or 72 heads of the real model).\n"
     "- **Regime map**: which method wins over (β, σ), and by how much sparse + low rank helps."
 )
+st.subheader("For teachers: lesson links")
+st.markdown(
+    "Set up a page, copy its link from **Share this view** in the sidebar, and add `lesson=1&hide=...` with the "
+    "controls students should not touch, for example `&lesson=1&hide=seed,device,n,d,heads,budget`. Hidden "
+    "controls keep the link's values; everything else stays live. Any control's URL name works in `hide` "
+    "(hover a control's ❔ to see what it does; the share box shows the names in use)."
+)
 st.info(
     f"Computing on **{core_device.describe(s.device_used)}**. Available devices: "
     f"{', '.join(core_device.available_devices())}."

@@ -244,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     results = run(args.repeats, args.sweep_repeats)
     args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"interactive_{results['machine']['device']}.json"
+    path = args.out / f"interactive_{results['machine']['device']}_{results['machine']['threads']}t.json"
     path.write_text(json.dumps(_clean(results), indent=1) + "\n")
     print(table(results))
     print(

@@ -346,7 +346,7 @@ def run_suite(
 ) -> tuple[list[Row], dict[str, Any]]:
     device = resolve_device(settings.device)
     machine = profiling.machine_facts(device)
-    machine["gemm_gflops_start"] = profiling.gemm_rate(device, size=settings.gemm_size) / 1e9
+    machine["gemm_gflops_start"] = profiling.gemm_rate(device, size=settings.gemm_size, clock=settings.clock) / 1e9
     rows: list[Row] = []
     too_slow: set[str] = set()
     inputs_for: dict[int, Path] = {}
@@ -383,16 +383,43 @@ def run_suite(
             too_slow.add(entry)
         rows.append(row)
         echo(f"  {entry:<20} n={n:<6} {_short(row)}")
-    machine["gemm_gflops_end"] = profiling.gemm_rate(device, size=settings.gemm_size) / 1e9
+    machine["gemm_gflops_end"] = profiling.gemm_rate(device, size=settings.gemm_size, clock=settings.clock) / 1e9
     machine["gemm_gflops"] = max(machine["gemm_gflops_start"], machine["gemm_gflops_end"])
+    machine["gemm_clock"] = settings.clock
     machine["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
     machine["wall_s"] = time.perf_counter() - started
+    add_rates(rows, machine, settings.clock)
+    return rows, machine
+
+
+def add_rates(rows: list[Row], machine: dict[str, Any], clock: str) -> None:
+    """GFLOP/s (analytic FLOPs over the measured time) and its fraction of the machine's GEMM rate."""
     for row in rows:
-        t = seconds(row, settings.clock)
+        t = seconds(row, clock)
         if row.status == "ok" and math.isfinite(row.flops) and t > 0:
             row.gflops_per_s = row.flops / t / 1e9
             row.gemm_fraction = row.gflops_per_s / machine["gemm_gflops"]
-    return rows, machine
+
+
+def rederive(path: Path, out_dir: Path, clock: str | None = None) -> dict[str, Path]:
+    """Rewrite a run's tables from its JSON with the current derivations (and optionally another clock)."""
+    payload = json.loads(path.read_text())
+    fields = set(Row.__dataclass_fields__)
+    rows = [Row(**{k: (math.nan if v is None else v) for k, v in r.items() if k in fields}) for r in payload["rows"]]
+    settings_fields = set(Settings.__dataclass_fields__)
+    settings = Settings(**{k: v for k, v in payload["settings"].items() if k in settings_fields})
+    settings.sizes = tuple(settings.sizes)
+    if clock is not None:
+        settings.clock = clock
+    machine = payload["machine"]
+    if machine.get("gemm_clock", "wall") != settings.clock and machine["device"] == "cpu":
+        # the GEMM rate must be on the same clock as the times it is compared with: measure it again now
+        torch.set_num_threads(settings.threads)
+        machine["gemm_gflops"] = profiling.gemm_rate("cpu", size=settings.gemm_size, clock=settings.clock) / 1e9
+        machine["gemm_clock"] = settings.clock
+        machine["gemm_remeasured"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    add_rates(rows, machine, settings.clock)
+    return write_results(out_dir, rows, machine, settings, derive(rows, settings.clock), payload["versions"])
 
 
 def _short(row: Row) -> str:
@@ -498,7 +525,7 @@ def _num(x: Any, fmt: str) -> str:
 def device_tag(machine: dict[str, Any]) -> str:
     if machine["device"] == "cuda":
         return "cuda_" + "".join(c if c.isalnum() else "-" for c in machine["device_name"]).strip("-").lower()
-    return machine["device"]
+    return f"{machine['device']}_{machine['threads']}t"
 
 
 def write_results(
@@ -534,6 +561,7 @@ def write_results(
         f"{machine['threads']} threads\n\nd = {settings.d}, {settings.heads} heads, clustered input "
         f"(beta = {settings.beta:.3g}, spread {settings.spread}), {settings.row_budget} stored scores per query "
         f"(fraction = {settings.row_budget}/n). GEMM {machine['gemm_gflops']:.1f} GFLOP/s. "
+        f"Clock for derived figures: {settings.clock}. OMP_WAIT_POLICY: {machine.get('omp_wait_policy', 'default')}. "
         f"Load average {machine.get('load_average')} → {machine.get('load_average_end')}.\n\n"
     )
     paths["md"].write_text(header + table(rows, derived, settings.clock) + "\n")
@@ -581,12 +609,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--time-budget", type=float, default=None, help="seconds of timed repeats per point")
     parser.add_argument("--max-repeats", type=int, default=None)
     parser.add_argument("--out", type=Path, default=None, help="output folder")
+    parser.add_argument("--rederive", type=Path, help="rewrite the tables of an earlier run's JSON (no measuring)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         print(json.dumps(_jsonable(run_worker(json.loads(args.worker)))))
         return 0
 
+    if args.rederive:
+        paths = rederive(args.rederive, args.out or args.rederive.parent, args.clock if args.clock != "wall" else None)
+        print(paths["md"].read_text())
+        return 0
     device = resolve_device(args.device)
     if args.sizes:
         sizes = tuple(int(s) for s in args.sizes.split(","))

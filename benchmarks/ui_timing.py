@@ -5,7 +5,8 @@
 
 What is timed (wall clock in the test process, from the browser action to a finished render):
 - open (cold): the first visit of a page on a fresh server, so it includes computing every result;
-- open (warm): the same deep link in a new browser session, with the server's caches filled;
+- open (warm): the same deep link in a new tab (a new Streamlit session) of the same browser, with the
+  server's caches filled and plotly.js in the browser cache;
 - slider (cold / warm): one ArrowRight on the temperature slider (a value never computed / already cached),
   until the script has finished and every Plotly chart is drawn again;
 - knob: unlink Performer from the budget and change its feature count (only that method recomputes).
@@ -72,8 +73,9 @@ def metrics(page: Any) -> list[str]:
     return page.locator("[data-testid='stMetricValue']").all_inner_texts()
 
 
-def open_page(browser: Any, url: str, charts: bool = True) -> tuple[float, Any, Any]:
-    context = browser.new_context(viewport=VIEWPORT)
+def open_page(browser: Any, url: str, charts: bool = True, context: Any = None) -> tuple[float, Any, Any]:
+    """Open url in a new tab (a new Streamlit session); a new browser context unless one is given."""
+    context = context or browser.new_context(viewport=VIEWPORT)
     page = context.new_page()
     start = time.perf_counter()
     page.goto(url)
@@ -112,12 +114,15 @@ def run(quick: bool) -> dict[str, Any]:
             url = f"{server.url}/{path}{query}"
             charts = bool(path)  # the home page has no charts
             cold, page, context = open_page(browser, url, charts)
-            context.close()
+            page.close()
             warm = []
             for _ in range(repeats):
-                seconds, page, context = open_page(browser, url, charts)
+                # Same browser context (plotly.js already in the browser cache, as for a returning user),
+                # new tab, so a new Streamlit session that finds the server's caches filled.
+                seconds, page, _ = open_page(browser, url, charts, context=context)
                 warm.append(seconds)
-                context.close()
+                page.close()
+            context.close()
             rows.append({"page": label, "what": "open (cold: first visit, computes)", "seconds": [cold]})
             rows.append({"page": label, "what": "open (warm: cached results)", "seconds": warm})
             print(f"{label}: cold {cold:.2f} s, warm {statistics.median(warm):.2f} s", flush=True)

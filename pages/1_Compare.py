@@ -43,7 +43,7 @@ resolution = ui.choice(
     "Heatmap pixels",
     "res",
     [128, 256, 512],
-    256,
+    128,
     where=top[3],
     help="Largest side of each heatmap sent to the browser (block maximum). Smaller is faster; the Export "
     "menu has the full-resolution PNG.",
@@ -152,7 +152,12 @@ if view == "one":
                 if method == "exact":
                     fig = ui.heatmap(exact_map, "Exact softmax", factor=factor, **kind_args)
                     ui.show_figure(
-                        fig, "exact_attention", data={"attention": exact_map}, png=full_png("exact"), key="exact"
+                        fig,
+                        "exact_attention",
+                        data={"attention": exact_map},
+                        png=full_png("exact"),
+                        key="exact",
+                        png_label="PNG (full resolution)",
                     )
                     if s.spec.source == "real":
                         model = s.inputs().model_attention
@@ -165,12 +170,22 @@ if view == "one":
                 attention, shown_factor = shrink(res.attention[head], res.factor, "max")
                 fig = ui.heatmap(attention, label, factor=shown_factor, **kind_args)
                 ui.show_figure(
-                    fig, f"{method}_attention", data={"attention": attention}, png=full_png(method), key=f"{method}_att"
+                    fig,
+                    f"{method}_attention",
+                    data={"attention": attention},
+                    png=full_png(method),
+                    key=f"{method}_att",
+                    png_label="PNG (full resolution)",
                 )
                 err, _ = shrink(res.error[head], res.factor, "absmax")
                 efig = ui.heatmap(err, f"{label} − exact", kind="error", factor=shown_factor, hover_label="error")
                 ui.show_figure(
-                    efig, f"{method}_error", data={"error": err}, key=f"{method}_err", png=full_png(method, "error")
+                    efig,
+                    f"{method}_error",
+                    data={"error": err},
+                    key=f"{method}_err",
+                    png=full_png(method, "error"),
+                    png_label="PNG (full resolution)",
                 )
                 st.caption(
                     f"head {head}: error {res.metrics['attention_error'][head]:.3f}, "
@@ -218,7 +233,7 @@ else:
     fig.update_xaxes(showticklabels=False)
     cell = max(50, min(150, 1000 // heads))  # square cells in a ~1000 px wide main area
     fig.update_layout(
-        height=(cell + 12) * len(names) + 60, margin={"l": 10, "r": 10, "t": 30, "b": 10}, template="plotly_white"
+        height=(cell + 12) * len(names) + 60, margin={"l": 10, "r": 10, "t": 30, "b": 10}, template="none"
     )
     ui.show_figure(fig, "all_heads_grid", data=data, key="grid")
     st.caption(

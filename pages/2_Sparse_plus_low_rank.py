@@ -34,7 +34,24 @@ with st.spinner("Splitting Scatterbrain into its parts…"):
     parts = s.parts("scatterbrain", params, names)
 factor = int(parts["factor"])
 exact_map = ui.display(exact_head)
-log_colour = ui.toggle("Log colour scale", "logc", True, help="Show small attention weights too.")
+top = st.columns(2)
+log_colour = ui.toggle("Log colour scale", "logc", True, help="Show small attention weights too.", where=top[0])
+resolution = ui.choice(
+    "Heatmap pixels",
+    "res",
+    [128, 256, 512],
+    128,
+    where=top[1],
+    widget="radio",
+    help="Largest side of each heatmap sent to the browser (block maximum); smaller is faster.",
+)
+
+
+def shown(a: np.ndarray, mode: str = "max") -> tuple[np.ndarray, int]:
+    """The map as drawn: block-reduced to at most `resolution` per side; returns it and its total block size."""
+    extra = max(1, -(-a.shape[-1] // resolution))
+    return ui.block_reduce(a, extra, mode), factor * extra
+
 
 # ------------------------------------------------------------------ 1. LSH buckets and support
 st.header("1. Where the sparse part lives: hash buckets and the support Ω")
@@ -53,7 +70,9 @@ if params["support"] == "lsh":
     with cols[0]:
         mask = parts["support_rounds"][which - 1].astype(np.float32)
         ui.show_figure(
-            ui.heatmap(mask, f"Support of round {which}", kind="mask", factor=factor, colorbar=False),
+            ui.heatmap(
+                *shown(mask)[:1], f"Support of round {which}", kind="mask", factor=shown(mask)[1], colorbar=False
+            ),
             "support_round",
             data={"support": mask},
             key="support_round",
@@ -62,7 +81,9 @@ if params["support"] == "lsh":
     with cols[1]:
         union = parts["support"].astype(np.float32)
         ui.show_figure(
-            ui.heatmap(union, "Support Ω (all rounds)", kind="mask", factor=factor, colorbar=False),
+            ui.heatmap(
+                *shown(union)[:1], "Support Ω (all rounds)", kind="mask", factor=shown(union)[1], colorbar=False
+            ),
             "support_union",
             data={"support": union},
             key="support_union",
@@ -142,8 +163,9 @@ for start in (0, 3):
     for col, (name, title, kind) in zip(cols, views[start : start + 3], strict=True):
         matrix = matrices[name] if name in matrices else parts[name]
         with col:
+            drawn, drawn_factor = shown(matrix, "absmax" if kind == "error" else "max")
             fig = ui.heatmap(
-                matrix, title, kind=kind, log=log_colour and kind == "attention", factor=factor, height=330
+                drawn, title, kind=kind, log=log_colour and kind == "attention", factor=drawn_factor, height=330
             )
             ui.show_figure(
                 fig,
@@ -178,7 +200,7 @@ if exact_head is not None and factor == 1:
         f"{naive_ratio:.2f}: with few features the estimate is usually small and occasionally huge.",
     )
 st.caption(
-    ui.downsample_caption(s.n, factor) + " S uses a red-blue scale because it can be negative (range: the "
+    ui.downsample_caption(s.n, shown(exact_map)[1]) + " S uses a red-blue scale because it can be negative (range: the "
     "99th percentile of its non-zero |entries|)."
 )
 

@@ -33,7 +33,7 @@ methods = ui.method_picker(
     "Methods", "methods", ESTIMATORS, n=s.n, where=c[0], exclude=("exact", "topk", "svd", "rpca")
 )
 oracles = ui.toggle(
-    "Show the oracles (top-k, SVD)",
+    "Oracles (top-k, SVD)",
     "oracles",
     False,
     where=c[1],

@@ -171,7 +171,7 @@ def annotate(fig: go.Figure) -> None:
                 x=math.log10(x),
                 line={"dash": "dash", "color": "#333"},
                 annotation_text=label,
-                annotation_position="top",
+                annotation_position="bottom right",
             )
     fig.update_xaxes(tickvals=log_betas, ticktext=tick_text, title="β = 1/τ (log scale)")
     fig.add_scatter(

@@ -122,7 +122,7 @@ def test_suite_writes_valid_csv_and_json(tmp_path: Path) -> None:
         ]
     )
     assert code == 0
-    rows = list(csv.DictReader((tmp_path / "scaling_cpu.csv").open()))
+    rows = list(csv.DictReader((tmp_path / f"scaling_cpu_{torch.get_num_threads()}t.csv").open()))
     entries = {(r["entry"], int(r["n"])): r for r in rows}
     for entry in ("sdpa", "gemm_qk", "performer"):
         for n in (128,):
@@ -132,7 +132,7 @@ def test_suite_writes_valid_csv_and_json(tmp_path: Path) -> None:
             assert float(row["peak_mib"]) >= 0
     assert 0 < float(entries[("performer", 128)]["error"]) < 2  # measured against SDPA's output
     assert json.loads(entries[("performer", 128)]["params"])["features"] == 64  # 256 per query -> 128 / 2
-    payload = json.loads((tmp_path / "scaling_cpu.json").read_text())
+    payload = json.loads((tmp_path / f"scaling_cpu_{torch.get_num_threads()}t.json").read_text())
     assert payload["machine"]["device"] == "cpu" and payload["machine"]["torch"] == torch.__version__
     assert payload["machine"]["threads"] >= 1 and payload["machine"]["gemm_gflops"] > 0
     assert payload["settings"]["row_budget"] == 256 and payload["settings"]["heads"] == 8
@@ -143,8 +143,11 @@ def test_suite_writes_valid_csv_and_json(tmp_path: Path) -> None:
     if peer_installed:
         assert entries[("performer_pytorch", 128)]["status"] == "ok"
         assert derived["ratio_to_peer"]["128"] > 0
-    markdown = (tmp_path / "scaling_cpu.md").read_text()
+    markdown = (tmp_path / f"scaling_cpu_{torch.get_num_threads()}t.md").read_text()
     assert "| performer | 128 |" in markdown and "slope" in markdown
+    # the tables can be rebuilt from the JSON alone, with the same derived figures
+    again = suite.rederive(tmp_path / f"scaling_cpu_{torch.get_num_threads()}t.json", tmp_path / "again")
+    assert json.loads(again["json"].read_text())["derived"] == payload["derived"]
 
 
 def test_worker_reports_skips_instead_of_failing(tmp_path: Path) -> None:

@@ -28,6 +28,8 @@ SOURCE_LABELS = {
 }
 MAX_N = 4096  # the dense views build n x n matrices
 MAX_HEADS = 16
+# heads * n^2 above this is refused (each dense n x n view per method is kept in memory and sent to the views).
+MAX_DENSE_ELEMENTS = 2**25
 # Log-spaced temperatures: 1, 1.5, 2, 3, 5, 7 per decade.
 TAU_OPTIONS = sorted({round(m * 10.0**e, 6) for e in range(-2, 2) for m in (1, 1.5, 2, 3, 5, 7)} | {100.0})
 BUDGET_OPTIONS = (1 / 64, 1 / 32, 1 / 16, 1 / 8, 1 / 4, 1 / 2)
@@ -301,6 +303,13 @@ def sidebar(
                 help="Independent draws of q, k, v (one per head).",
             )
         )
+        if heads * n * n > MAX_DENSE_ELEMENTS:
+            fitted = max(1, MAX_DENSE_ELEMENTS // (n * n))
+            state.notice(
+                f"**Heads**: {heads} heads of {n} × {n} attention would not fit in this app's memory budget; "
+                f"using {fitted}."
+            )
+            heads = fitted
         clusters, spread = base["clusters"], base["spread"]
         if source == "clustered":
             clusters = state.int_slider(

@@ -133,3 +133,30 @@ def test_settings_file_round_trip(page: Page, app_server: str, tmp_path: Path) -
     got = params_of(page.url)
     assert got.get("n") == ["96"] and got.get("tau") == ["1"] and got.get("seed") == ["4"], page.url
     expect(page.get_by_text("Loaded 3 setting(s) from the file.")).to_be_visible()
+
+
+def test_export_menu_downloads_png_html_and_data(page: Page, app_server: str, tmp_path: Path) -> None:
+    import io
+
+    import numpy as np
+
+    page.goto(f"{app_server}/Compare?n=64&heads=1&methods=performer")
+    wait_for_app(page)
+    page.get_by_role("button", name="Export").first.click()  # the exact-attention heatmap
+    downloads = {}
+    for label in ("PNG (full resolution)", "HTML (interactive)", "Data (NPZ)", "Settings (JSON)"):
+        with page.expect_download(timeout=60_000) as info:
+            page.get_by_role("button", name=label).first.click()
+        target = tmp_path / info.value.suggested_filename
+        info.value.save_as(target)
+        downloads[label] = target.read_bytes()
+    png = downloads["PNG (full resolution)"]
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+    assert (width, height) == (64, 64), "one pixel per attention entry"
+    assert b"plotly" in downloads["HTML (interactive)"][:200_000].lower()
+    arrays = np.load(io.BytesIO(downloads["Data (NPZ)"]))
+    assert arrays["attention"].shape == (64, 64)
+    np.testing.assert_allclose(arrays["attention"].sum(axis=1), 1.0, atol=1e-4)
+    settings = json.loads(downloads["Settings (JSON)"])
+    assert settings["params"]["n"] == "64" and "n=64" in settings["url"]
