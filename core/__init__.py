@@ -10,7 +10,13 @@ Pure PyTorch/NumPy; no UI imports. Usable from a notebook:
 
 from __future__ import annotations
 
-from core import data, metrics, sweeps
+import os
+
+# Idle OpenMP threads sleep instead of spinning: on a shared or small machine, spinning threads made
+# interactive calls 10x slower. Only effective when core is imported before torch, and never overrides a user.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from core import data, metrics, sweeps  # noqa: E402
 from core.approximation import Approximation, AttentionInputs, Cost, approximate
 from core.budget import budget_params
 from core.device import resolve_device

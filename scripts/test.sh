@@ -7,7 +7,7 @@ set -euo pipefail
 # shellcheck source=scripts/_venv.sh
 source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
 
-ensure_venv requirements.txt requirements-dev.txt
+ensure_venv requirements.txt requirements-dev.txt requirements-bench.txt
 cd "$REPO_ROOT"
 export PATH="$VENV/bin:$PATH"
 export STREAMLIT_BROWSER_GATHER_USAGE_STATS=false

@@ -54,10 +54,10 @@ def test_ci_entry_point_installs_chromium_and_runs_the_full_check() -> None:
 
 
 def test_requirements_are_exact_pins_without_index_urls() -> None:
-    for name in ("requirements.txt", "requirements-dev.txt"):
+    for name in ("requirements.txt", "requirements-dev.txt", "requirements-bench.txt"):
         for line in (REPO_ROOT / name).read_text().splitlines():
             line = line.split("#", 1)[0].strip()
-            if not line or line == "-r requirements.txt":
+            if not line or line in ("-r requirements.txt", "-r requirements-bench.txt"):
                 continue
             assert not line.startswith("-"), f"{name}: options such as {line!r} belong in the Dockerfile/CI, not here"
             assert re.fullmatch(r"[A-Za-z0-9_.\-\[\]]+==[0-9][0-9A-Za-z.]*", line), (
