@@ -71,7 +71,11 @@ if params["support"] == "lsh":
         mask = parts["support_rounds"][which - 1].astype(np.float32)
         ui.show_figure(
             ui.heatmap(
-                *shown(mask)[:1], f"Support of round {which}", kind="mask", factor=shown(mask)[1], colorbar=False
+                *shown(mask, "mean")[:1],
+                f"Support of round {which}",
+                kind="mask",
+                factor=shown(mask)[1],
+                hover_label="share of pairs in Ω",
             ),
             "support_round",
             data={"support": mask},
@@ -82,7 +86,11 @@ if params["support"] == "lsh":
         union = parts["support"].astype(np.float32)
         ui.show_figure(
             ui.heatmap(
-                *shown(union)[:1], "Support Ω (all rounds)", kind="mask", factor=shown(union)[1], colorbar=False
+                *shown(union, "mean")[:1],
+                "Support Ω (all rounds)",
+                kind="mask",
+                factor=shown(union)[1],
+                hover_label="share of pairs in Ω",
             ),
             "support_union",
             data={"support": union},
@@ -115,8 +123,9 @@ if params["support"] == "lsh":
                 key="buckets",
             )
             st.caption(
-                "Colour = cluster of the position (clustered input). Same-cluster positions share buckets "
-                "when the hash works."
+                "Support maps: colour = share of each drawn block's pairs that are in Ω (1 = all). "
+                "Bucket chart: dot colour = cluster of the position (clustered input); same-cluster positions "
+                "share buckets when the hash works."
             )
     if exact_head is not None and factor == 1:
         omega = parts["support"]

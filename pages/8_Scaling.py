@@ -22,6 +22,7 @@ DEFAULT_METHODS = ["performer", "lsh", "scatterbrain", "nystrom"]
 TAU_OPTIONS = ui.TAU_OPTIONS
 
 ui.page("Scaling", icon="📈")
+ui.navigation(st.sidebar)
 ui.explain(
     "Efficient attention is meant to be cheaper than the exact n × n computation. Here each method runs on "
     "growing inputs on this machine, with a fixed number of stored scores per query, and its wall time and "
@@ -241,11 +242,7 @@ for i, method in enumerate(run_methods if points else []):
 
 for label in shown_files:
     payload = committed[label]
-    rows = [
-        r
-        for r in payload["rows"]
-        if r["status"] == "ok" and (r["method"] in run_methods or r["entry"] == "sdpa") and r["kind"] != "peer"
-    ]
+    rows = [r for r in payload["rows"] if r["status"] == "ok" and (r["entry"] in run_methods or r["entry"] == "sdpa")]
     for entry in dict.fromkeys(r["entry"] for r in rows):
         mine = sorted((r["n"], r["time_s"], r["peak_mib"]) for r in rows if r["entry"] == entry)
         ns = [m[0] for m in mine]

@@ -23,6 +23,8 @@ CHEAP = {
     "pages/2_Sparse_plus_low_rank.py": {"f4_draws": "1"},
     "pages/3_Error_vs_entropy.py": {"points": "4"},
     "pages/4_Regime_map.py": {"nb": "2", "ns": "2"},
+    "pages/6_Rank_vs_heads.py": {"steps": "20"},
+    "pages/7_Kernels.py": {"draws": "250", "lk_steps": "10"},
 }
 
 

@@ -10,6 +10,7 @@ A page (``pages/N_Title.py``, auto-discovered; never call ``st.navigation``) loo
 
     ui.page("Compare", icon="🔍")            # FIRST: page config + URL-state bookkeeping for this run
     s = ui.sidebar()                          # the shared sidebar -> ui.Settings (every control in the URL)
+                                              # (a page with its own controls calls ui.navigation(st.sidebar))
     ui.explain("Two or three plain sentences for a student.", r"\\mathrm{softmax}(\\beta QK^\\top)")
     rank = ui.int_slider("Rank", "rank", 1, 64, 8)          # page control bound to ?rank=
     res = s.run("performer", ui.method_controls(s, "performer"))   # cached engine call
@@ -94,6 +95,7 @@ from ui.sidebar import (
     method_controls,
     method_label,
     method_picker,
+    navigation,
     param_key,
     registered_methods,
     sidebar,
@@ -143,6 +145,7 @@ __all__ = [
     "method_controls",
     "method_label",
     "method_picker",
+    "navigation",
     "multiselect",
     "notice",
     "page",

@@ -160,9 +160,10 @@ def heatmap(
         title={"text": title, "font": {"size": 14}},
         height=height,
         margin={"l": 10, "r": 10, "t": 36, "b": 10},
-        xaxis={"title": {"text": x_label, "standoff": 2}, "constrain": "domain", "showgrid": False},
+        xaxis={"title": {"text": x_label, "standoff": 2}, "constrain": "domain", "showgrid": False, "automargin": True},
         yaxis={
             "title": {"text": y_label, "standoff": 2},
+            "automargin": True,
             "autorange": "reversed",
             "scaleanchor": "x",
             "constrain": "domain",
