@@ -11,7 +11,6 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
-import torch
 
 import ui
 from core import device as core_device
@@ -81,19 +80,7 @@ head_counts = sorted(
 )
 seeds = ui.int_slider("Seeds (best of)", "seeds", 1, 5, 1, where=bar, help="The paper reports the best of 5 runs.")
 seed = ui.int_input("Seed", "seed", 0, 2**31 - 1, 0, where=bar, help="First training seed (init and batches).")
-device_name = ui.choice(
-    "Device",
-    "device",
-    ["auto", "cpu", "cuda"],
-    "auto",
-    where=bar,
-    help="auto picks CUDA when present. Available here: " + ", ".join(core_device.available_devices()),
-)
-try:
-    device = core_device.resolve_device(device_name)
-except ValueError:
-    ui.notice(f"**Device**: `{device_name}` is not available on this machine; using the CPU.")
-    device = torch.device("cpu")
+device = ui.device_control(bar)[1]
 auto = ui.toggle(
     "Train automatically",
     "auto",

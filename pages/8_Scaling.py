@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import streamlit as st
-import torch
 
 import ui
 from core import device as core_device
@@ -65,19 +64,7 @@ row_budget = ui.choice(
 )
 tau = ui.log_slider("Temperature τ", "tau", TAU_OPTIONS, 0.3, where=bar, help="logits = q·k / τ (clustered input).")
 seed = ui.int_input("Seed", "seed", 0, 2**31 - 1, 0, where=bar)
-device_name = ui.choice(
-    "Device",
-    "device",
-    ["auto", "cpu", "cuda"],
-    "auto",
-    where=bar,
-    help="Available here: " + ", ".join(core_device.available_devices()),
-)
-try:
-    device = core_device.resolve_device(device_name)
-except ValueError:
-    ui.notice(f"**Device**: `{device_name}` is not available on this machine; using the CPU.")
-    device = torch.device("cpu")
+device = ui.device_control(bar)[1]
 bar.caption(f"Measuring on **{core_device.describe(device)}**")
 bar.header("Limits")
 point_limit = ui.log_slider(

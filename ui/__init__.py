@@ -91,6 +91,7 @@ from ui.figures import (
 from ui.sidebar import (
     TAU_OPTIONS,
     Settings,
+    device_control,
     fmt_fraction,
     method_controls,
     method_label,
@@ -128,6 +129,7 @@ __all__ = [
     "cached_with_progress",
     "block_reduce",
     "choice",
+    "device_control",
     "display",
     "downsample_caption",
     "explain",

@@ -220,6 +220,23 @@ def navigation(where: Any) -> None:
     where.divider()
 
 
+def device_control(where: Any, default: str = "auto") -> tuple[str, torch.device]:
+    """The Device control bound to ``?device=``: (requested name, device actually used; CPU if absent)."""
+    device = state.choice(
+        "Device",
+        "device",
+        list(DEVICES),
+        default,
+        where=where,
+        help="auto picks CUDA when present. Available here: " + ", ".join(core_device.available_devices()),
+    )
+    try:
+        return device, core_device.resolve_device(device)
+    except core.ParameterError:
+        state.notice(f"**Device**: `{device}` is not available on this machine; using the CPU.")
+        return device, torch.device("cpu")
+
+
 def sidebar(
     *,
     sources: tuple[str, ...] = SOURCES,
@@ -354,20 +371,7 @@ def sidebar(
         where=bar,
         help="Every random draw (data, features, hashes) comes from this seed.",
     )
-    available = core_device.available_devices()
-    device = state.choice(
-        "Device",
-        "device",
-        list(DEVICES),
-        base["device"],
-        where=bar,
-        help="auto picks CUDA when present. Available here: " + ", ".join(available),
-    )
-    try:
-        device_used = core_device.resolve_device(device)
-    except core.ParameterError:
-        state.notice(f"**Device**: `{device}` is not available on this machine; using the CPU.")
-        device_used = torch.device("cpu")
+    device, device_used = device_control(bar, base["device"])
     bar.caption(f"Running on **{core_device.describe(device_used)}**")
     fraction = base["budget"]
     if show_budget:
