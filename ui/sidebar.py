@@ -440,8 +440,7 @@ def _temperature_readout(settings: Settings) -> None:
 
 
 def registered_methods() -> dict[str, core.MethodSpec]:
-    """All registered methods, in registry order (use this, not ``core.methods``: ``import core.approximators``
-    rebinds that name to the subpackage)."""
+    """All registered methods, in registry order (the same as ``core.methods()``)."""
     return registry.methods()
 
 
