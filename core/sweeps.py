@@ -42,11 +42,15 @@ class SweepResult:
     def taus(self) -> np.ndarray:
         return 1.0 / self.betas
 
-    def crossover(self, first: str, second: str) -> float | None:
-        """Entropy at which first's error crosses second's (linear interpolation), or None."""
+    def crossover(self, first: str, second: str, axis: str = "entropy") -> float | None:
+        """Entropy (or beta, with axis="beta") at which first's error crosses second's (linear interpolation),
+        or None."""
+        if axis not in ("entropy", "beta"):
+            raise ParameterError("axis", f"must be 'entropy' or 'beta', got {axis!r}")
         diff = self.attention_error[first] - self.attention_error[second]
-        order = np.argsort(self.entropy)
-        x, y = self.entropy[order], diff[order]
+        values = self.entropy if axis == "entropy" else self.betas
+        order = np.argsort(values)
+        x, y = values[order], diff[order]
         for i in range(len(x) - 1):
             if y[i] == 0:
                 return float(x[i])

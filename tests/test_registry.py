@@ -40,9 +40,9 @@ FAMILY = {
     "scatterbrain": {"sparse+low-rank"},
 }
 # Methods whose implied matrix is a row-normalised softmax-like matrix (rows sum to 1, entries >= 0).
-# nystrom (F A^+ B), svd (truncation), rpca (S + L) and linformer (softmax times a random projection) are not,
-# by construction.
-NORMALISING = ["exact", "topk", "lsh", "local", "performer", "scatterbrain"]
+# topk (the unrenormalised oracle), nystrom (F A^+ B), svd (truncation), rpca (S + L) and linformer (softmax times
+# a random projection) are not, by construction.
+NORMALISING = ["exact", "topk_renormalized", "lsh", "local", "performer", "scatterbrain"]
 SHAPES = [(), (3,), (2, 3)]
 # Outside the defaults test, keep the slow iterative methods short (their own tests cover convergence).
 FAST = {"learned_kernel": {"steps": 5}, "rpca": {"iterations": 20}}
