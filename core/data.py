@@ -72,28 +72,51 @@ def clustered(
     *,
     heads: int = 1,
     dtype: torch.dtype = torch.float32,
+    order_by_cluster: bool = False,
 ) -> Inputs:
     """Process 1 of the Scatterbrain paper (self-attention, K = Q).
 
     Cluster centres c ~ N(0, I/d) (so |c| ~ 1: points lie near the unit sphere), and each point is
-    c + r with r ~ N(0, spread^2 I/d). Positions are assigned to clusters in contiguous runs of
-    near-equal size. With beta as ``scale``: large beta gives block-diagonal attention (sparse wins),
-    small beta gives near-uniform attention (low rank wins), and the middle needs both.
+    c + r with r ~ N(0, spread^2 I/d). Clusters have near-equal sizes and their members sit at random
+    positions (a seeded permutation): Process 1 ties nothing to position, so a local window sees a random
+    sample of clusters, not its own. ``order_by_cluster=True`` returns the same rows (q, k, v, labels)
+    sorted by cluster, in contiguous runs. With beta as ``scale``: large beta gives block-diagonal
+    attention up to a permutation (sparse wins), small beta near-uniform attention (low rank wins).
     """
     n = _check_int("n", n, 1, MAX_SYNTHETIC_N)
     d = _check_int("d", d, 1, MAX_D)
     clusters = _check_int("clusters", clusters, 1, n)
     spread = _check_float("spread", spread, 0.0, 10.0)
     heads = _check_int("heads", heads, 1, MAX_HEADS)
+    if not isinstance(order_by_cluster, bool):
+        raise ParameterError("order_by_cluster", f"must be True or False, got {order_by_cluster!r}")
     g = _generator(seed)
     centres = torch.randn(heads, clusters, d, generator=g, dtype=torch.float64) / math.sqrt(d)
-    labels = torch.div(torch.arange(n) * clusters, n, rounding_mode="floor")
+    contiguous = torch.div(torch.arange(n) * clusters, n, rounding_mode="floor")
     noise = torch.randn(heads, n, d, generator=g, dtype=torch.float64) * (spread / math.sqrt(d))
-    q = centres[:, labels, :] + noise
     v = _values(g, heads, n, d, dtype)
+    # Drawn last, so centres, noise and values are the same draws as with contiguous clusters.
+    labels = contiguous[torch.randperm(n, generator=g)]
+    q = centres[:, labels, :] + noise
+    if order_by_cluster:
+        order = cluster_order(labels)
+        q, v, labels = q[:, order], v[:, order], labels[order]
     q = q.to(dtype)
-    meta = {"kind": "clustered", "n": n, "d": d, "clusters": clusters, "spread": spread, "seed": seed}
+    meta = {
+        "kind": "clustered",
+        "n": n,
+        "d": d,
+        "clusters": clusters,
+        "spread": spread,
+        "seed": seed,
+        "order_by_cluster": order_by_cluster,
+    }
     return Inputs(q=q, k=q.clone(), v=v, labels=labels, meta=meta)
+
+
+def cluster_order(labels: torch.Tensor) -> torch.Tensor:
+    """Positions sorted by cluster label (stable: by position within a cluster), for display."""
+    return torch.sort(labels, stable=True).indices
 
 
 def gaussian(n: int, d: int, seed: int = 0, *, heads: int = 1, dtype: torch.dtype = torch.float32) -> Inputs:
