@@ -208,6 +208,7 @@ def _prod(shape: tuple[int, ...]) -> int:
 
 
 _FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+HALF_DTYPES = (torch.float16, torch.bfloat16)
 
 
 def _as_tensor(x: Any, name: str) -> torch.Tensor:
@@ -256,6 +257,10 @@ def prepare_inputs(q: Any, k: Any, v: Any, scale: Any, seed: Any) -> AttentionIn
             raise ParameterError(name, "contains NaN or infinite values; every entry must be finite")
     batch_shape = tuple(q.shape[:-2])
     batch = _prod(batch_shape)
+    if q.dtype in HALF_DTYPES:
+        # Half precision is computed in float32 (hashes, SVDs, pseudo-inverses and exp need the range and
+        # digits), so the result is the float32 result on the same values; approximate() casts it back.
+        q, k, v = q.float(), k.float(), v.float()
     scale_t = _prepare_scale(scale, d, batch_shape, q)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= int(seed) < 2**63:
         raise ParameterError("seed", f"must be an integer in [0, 2^63 - 1], got {seed!r}")
@@ -314,6 +319,7 @@ def approximate(
     params: the method's parameters (see ``core.methods()[method].params``).
     """
     spec = registry.get(method)
+    input_dtype = q.dtype if isinstance(q, torch.Tensor) else None
     inputs = prepare_inputs(q, k, v, scale, seed)
     n, d = inputs.n, inputs.d
     if spec.max_n is not None and n > spec.max_n:
@@ -334,4 +340,24 @@ def approximate(
     result.params = checked
     if cost is not None:
         result.cost = cost
+    if input_dtype in HALF_DTYPES and input_dtype is not None:
+        _cast_result(result, input_dtype)
     return result
+
+
+def _cast_result(result: Approximation, dtype: torch.dtype) -> None:
+    """Give a half-precision call its results in its own dtype (they were computed in float32)."""
+
+    def cast(value: Any) -> Any:
+        if isinstance(value, torch.Tensor) and value.is_floating_point():
+            return value.to(dtype)
+        if isinstance(value, list):
+            return [cast(x) for x in value]
+        return value
+
+    def casting(maker: Callable[[], Any]) -> Callable[[], Any]:
+        return lambda: cast(maker())
+
+    result.output = result.output.to(dtype)
+    result._dense = casting(result._dense)
+    result._parts = {name: casting(maker) for name, maker in result._parts.items()}

@@ -9,7 +9,8 @@ phi applied to queries and keys (both first multiplied by sqrt(beta), so beta q.
     aoglu:  oglu with a low-rank gate W_g = A B, rank features // 4    (1.5 m^2 instead of 2 m^2 at m = d)
     linear_elu: phi(x) = ELU(x) + 1, nothing trained (m = d features)
 
-W is per head (one per batch element). The paper trains phi end to end inside a Transformer on the task loss;
+W is per head (one per batch element), fitted on its own: an element's result never depends on its batch.
+The paper trains phi end to end inside a Transformer on the task loss;
 here, as a demonstration, phi is FITTED to the exact softmax attention of the given input: Adam on the row-averaged
 KL(A || A_hat) over (a seeded subsample of) query rows, plus ortho_penalty * mean((W W^T - I)^2) on W (or W_f).
 """
@@ -180,10 +181,72 @@ def fit_kernel(
     """Fit phi so that phi(Q) phi(K)^T, row-normalised, matches softmax(scale Q K^T) (KL per row).
 
     q, k: (B, n, d); scale: (B, 1, 1). generator(stream) gives seeded CPU generators (init, row subsets).
+    Each batch element is fitted on its own, from the same seeded draws, so an element gives the same phi
+    alone or inside any batch. Curves and final_kl are means over the elements.
     Runs with gradients even when called under no_grad / inference_mode.
     """
     start = time.perf_counter()
+    batch = q.shape[0]
+    fits = []
+    for b in range(batch):
+        report = None
+        if progress is not None:
+
+            def report(step: int, total: int, b: int = b) -> None:
+                progress(b * total + step, batch * total)
+
+        fits.append(
+            _fit_one(
+                q[b : b + 1],
+                k[b : b + 1],
+                scale[b : b + 1],
+                features=features,
+                variant=variant,
+                steps=steps,
+                ortho_penalty=ortho_penalty,
+                lr=lr,
+                orthogonal_init=orthogonal_init,
+                generator=generator,
+                progress=report,
+            )
+        )
+    parts = [f.weights for f in fits]
+
+    def stack(name: str) -> torch.Tensor | None:
+        pieces = [getattr(w, name) for w in parts]
+        return None if pieces[0] is None else torch.cat(pieces)
+
+    w = stack("w")
+    assert w is not None
+    weights = KernelWeights(variant, w, stack("gate"), stack("gate_a"), stack("gate_b"))
+    return FittedKernel(
+        weights=weights,
+        curve=[sum(f.curve[i] for f in fits) / batch for i in range(steps)],
+        kl_curve=[sum(f.kl_curve[i] for f in fits) / batch for i in range(steps)],
+        final_kl=sum(f.final_kl for f in fits) / batch,
+        seconds=time.perf_counter() - start,
+        train_rows=fits[0].train_rows,
+    )
+
+
+def _fit_one(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    scale: torch.Tensor,
+    *,
+    features: int,
+    variant: str,
+    steps: int,
+    ortho_penalty: float,
+    lr: float,
+    orthogonal_init: bool,
+    generator: Callable[[int], torch.Generator],
+    progress: Callable[[int, int], None] | None,
+) -> FittedKernel:
+    """fit_kernel on one batch element (q, k: (1, n, d))."""
+    start = time.perf_counter()
     device = q.device
+    # Half precision trains in float32: Adam on float16/bfloat16 weights loses the small updates.
     dtype = torch.float64 if q.dtype == torch.float64 else torch.float32
     batch, n, d = q.shape
     rows = min(n, TRAIN_ROWS)

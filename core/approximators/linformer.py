@@ -20,7 +20,7 @@ from core.registry import MethodSpec, ParamSpec, register
 @functools.lru_cache(maxsize=8)
 def _projection(rank: int, n: int, seed_key: int) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed_key)
-    return torch.randn(rank, n, generator=g, dtype=torch.float32) / n**0.5
+    return torch.randn(rank, n, generator=g, dtype=torch.float64) / n**0.5
 
 
 def projection_for(inputs: AttentionInputs, rank: int) -> torch.Tensor:
