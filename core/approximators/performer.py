@@ -1,12 +1,18 @@
 """Performer FAVOR+: random features whose inner products estimate exp(beta q.k) without bias.
 
-positive:  phi(x) = exp(W x - |x|^2 / 2) / sqrt(m)            (Choromanski et al., "SM+")
-trig:      phi(x) = exp(|x|^2 / 2) [sin(W x), cos(W x)] / sqrt(m/2)   ("SM trig"; can go negative)
+positive:    phi(x) = exp(W x - |x|^2 / 2) / sqrt(m)                   (Choromanski et al., "SM+")
+trig:        phi(x) = exp(|x|^2 / 2) [sin(W x), cos(W x)] / sqrt(m)    ("SM trig", m/2 rows; can go negative)
+hyperbolic:  phi(x) = exp(-|x|^2 / 2) [exp(W x), exp(-W x)] / sqrt(m)  ("SM hyp+", m/2 rows; the released
+             Scatterbrain's "cosh" features)
 with x = sqrt(beta) q (or k). Rows of W are iid N(0, I) or block-orthogonal with chi-distributed norms.
 
 The efficient path works with max-shifted features (a per-row shift for queries and one global shift
 per batch element for keys); both shifts cancel in the row normalisation, so nothing overflows at low
 temperature. Q~ (K~^T V) is never an n x n matrix.
+
+eps > 0 is the reference codes' stabiliser (performer-pytorch's softmax_kernel): each positive/hyperbolic
+feature becomes ratio * (exp(Wx - |x|^2/2 - M) + eps) with M the max of Wx (per row for queries, over all
+keys and rows for keys), so eps is relative to the largest feature of that row / of all keys. Default 0.
 """
 
 from __future__ import annotations
@@ -20,10 +26,12 @@ import torch
 
 from core.approximation import Approximation, AttentionInputs, Cost, make_result
 from core.approximators.common import FEATURE_STREAM
+from core.errors import ParameterError
 from core.registry import MethodSpec, ParamSpec, register
 
 MAX_FEATURES = 8192
-KERNELS = ("positive", "trig")
+KERNELS = ("positive", "trig", "hyperbolic")
+MAX_EPS = 0.1
 
 
 def draw_projection(m: int, d: int, orthogonal: bool, generator: torch.Generator) -> torch.Tensor:
@@ -68,7 +76,7 @@ def _to_device(w: torch.Tensor, device: torch.device, dtype: torch.dtype) -> tor
 
 
 def frequencies(m: int, kernel: str) -> int:
-    """Rows of W: m for positive features, m // 2 sin/cos pairs for trig features."""
+    """Rows of W: m for positive features, m // 2 sin/cos (trig) or exp(+-Wx) (hyperbolic) pairs otherwise."""
     return m if kernel == "positive" else max(m // 2, 1)
 
 
@@ -81,7 +89,13 @@ class LogFeatures:
 
 
 def performer_features(
-    x: torch.Tensor, projection: torch.Tensor, kernel: str, scale: torch.Tensor, *, per_row_shift: bool
+    x: torch.Tensor,
+    projection: torch.Tensor,
+    kernel: str,
+    scale: torch.Tensor,
+    *,
+    per_row_shift: bool,
+    eps: float = 0.0,
 ) -> LogFeatures:
     """FAVOR+ features of x (B, n, d) at inverse temperature scale (B, 1, 1), max-shifted.
 
@@ -91,11 +105,23 @@ def performer_features(
     xs = x * scale.sqrt()
     proj = xs @ projection.T  # (B, n, rows)
     half_sq_norm = 0.5 * (xs * xs).sum(-1, keepdim=True)
-    if kernel == "positive":
+
+    def reduce_max(t: torch.Tensor) -> torch.Tensor:
+        return t.amax(-1, keepdim=True) if per_row_shift else t.amax(dim=(-2, -1), keepdim=True)
+
+    if kernel in ("positive", "hyperbolic"):
+        if kernel == "hyperbolic":
+            proj = torch.cat([proj, -proj], dim=-1)
         logits = proj - half_sq_norm
-        shift = logits.amax(-1, keepdim=True) if per_row_shift else logits.amax(dim=(-2, -1), keepdim=True)
-        psi = torch.exp(logits - shift)
-        log_shift = shift - 0.5 * math.log(projection.shape[0])
+        shift = reduce_max(logits)
+        if eps > 0:
+            # eps * exp(max Wx) in absolute units, as in the reference; the shift keeps both terms <= 1.
+            eps_log = math.log(eps) + reduce_max(proj)
+            shift = torch.maximum(shift, eps_log)
+            psi = torch.exp(logits - shift) + torch.exp(eps_log - shift)
+        else:
+            psi = torch.exp(logits - shift)
+        log_shift = shift - 0.5 * math.log(proj.shape[-1])
         return LogFeatures(psi, log_shift)
     # trig: the data-dependent factor exp(|x|^2/2) carries the scale.
     shift = half_sq_norm if per_row_shift else half_sq_norm.amax(dim=(-2, -1), keepdim=True)
@@ -105,10 +131,14 @@ def performer_features(
     return LogFeatures(psi, log_shift)
 
 
-def feature_pair(inputs: AttentionInputs, m: int, kernel: str, orthogonal: bool) -> tuple[LogFeatures, LogFeatures]:
+def feature_pair(
+    inputs: AttentionInputs, m: int, kernel: str, orthogonal: bool, eps: float = 0.0
+) -> tuple[LogFeatures, LogFeatures]:
+    if eps > 0 and kernel == "trig":
+        raise ParameterError("eps", "the stabiliser applies to the positive and hyperbolic kernels only; use eps = 0")
     w = projection_for(inputs, frequencies(m, kernel), orthogonal)
-    phi_q = performer_features(inputs.q, w, kernel, inputs.scale, per_row_shift=True)
-    phi_k = performer_features(inputs.k, w, kernel, inputs.scale, per_row_shift=False)
+    phi_q = performer_features(inputs.q, w, kernel, inputs.scale, per_row_shift=True, eps=eps)
+    phi_k = performer_features(inputs.k, w, kernel, inputs.scale, per_row_shift=False, eps=eps)
     return phi_q, phi_k
 
 
@@ -161,7 +191,7 @@ def performer_cost(inputs: AttentionInputs, params: dict[str, Any]) -> Cost:
 
 def _run(inputs: AttentionInputs, params: dict[str, Any]) -> Approximation:
     m, kernel, orthogonal = params["features"], params["kernel"], params["orthogonal"]
-    phi_q, phi_k = feature_pair(inputs, m, kernel, orthogonal)
+    phi_q, phi_k = feature_pair(inputs, m, kernel, orthogonal, params["eps"])
     numerator, denominator = linear_attention(phi_q, phi_k, inputs.v)
     output = numerator / safe_denominator(denominator).unsqueeze(-1)
 
@@ -196,7 +226,8 @@ def performer_params(prefix_help: str = "") -> tuple[ParamSpec, ...]:
             "choice",
             "positive",
             "positive: exp(Wx - |x|^2/2), always > 0 (FAVOR+). trig: sin/cos features, unbiased but can give "
-            "negative normalisers at low temperature.",
+            "negative normalisers at low temperature. hyperbolic: exp(-|x|^2/2) [exp(Wx), exp(-Wx)] (the released "
+            "Scatterbrain's cosh features; m/2 rows of W).",
             choices=KERNELS,
         ),
         ParamSpec(
@@ -204,6 +235,15 @@ def performer_params(prefix_help: str = "") -> tuple[ParamSpec, ...]:
             "bool",
             True,
             "Block-orthogonal projection rows (lower variance) instead of iid Gaussian rows.",
+        ),
+        ParamSpec(
+            "eps",
+            "float",
+            0.0,
+            "Stabiliser added inside positive/hyperbolic features, relative to the largest one (performer-pytorch "
+            "uses 1e-4, Google's code 1e-6; 0 = none). Biases the estimate towards uniform attention.",
+            low=0.0,
+            high=MAX_EPS,
         ),
     )
 

@@ -99,7 +99,7 @@ def _with_dummy(x: torch.Tensor) -> torch.Tensor:
 
 def _run(inputs: AttentionInputs, params: dict[str, Any]) -> Approximation:
     n = inputs.n
-    phi_q, phi_k = feature_pair(inputs, params["features"], params["kernel"], params["orthogonal"])
+    phi_q, phi_k = feature_pair(inputs, params["features"], params["kernel"], params["orthogonal"], params["eps"])
     numerator, denominator = linear_attention(phi_q, phi_k, inputs.v)
     # Everything below is held in units of exp(reference), one reference per query row.
     low_rank_log = phi_q.log_shift + phi_k.log_shift  # (B, n, 1): log of the low-rank features' scale
