@@ -116,6 +116,7 @@ base_factor = 1 if not exact.reduced else ui.block_factor(s.n)
 
 def shrink(a: np.ndarray, base: int, mode: str) -> tuple[np.ndarray, int]:
     """Block-reduce a (possibly already reduced) map to at most `resolution` per side; returns it and the block."""
+    a = s.sorted(a)  # display only: cluster order when the sidebar asks for it
     extra = max(1, -(-a.shape[-1] // resolution))
     return ui.block_reduce(a, extra, mode), base * extra
 

@@ -49,6 +49,7 @@ resolution = ui.choice(
 
 def shown(a: np.ndarray, mode: str = "max") -> tuple[np.ndarray, int]:
     """The map as drawn: block-reduced to at most `resolution` per side; returns it and its total block size."""
+    a = s.sorted(a)  # display only: cluster order when the sidebar asks for it
     extra = max(1, -(-a.shape[-1] // resolution))
     return ui.block_reduce(a, extra, mode), factor * extra
 
@@ -142,7 +143,7 @@ else:
     st.info(f"The support is `{params['support']}` (set in the knobs); switch it to `lsh` to see hash buckets.")
     union = parts["support"].astype(np.float32)
     ui.show_figure(
-        ui.heatmap(union, "Support Ω", kind="mask", factor=factor, colorbar=False),
+        ui.heatmap(s.sorted(union), "Support Ω", kind="mask", factor=factor, colorbar=False),
         "support_union",
         data={"support": union},
         key="support_union",
@@ -239,7 +240,7 @@ if rpca_on:
         ):
             with col:
                 fig = ui.heatmap(
-                    rp[name],
+                    s.sorted(rp[name]),
                     title,
                     kind=kind,
                     log=log_colour and kind == "attention",

@@ -73,6 +73,8 @@ class Settings:
     head: int  # the head shown in single-head views
     text: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    # Display only: heatmaps drawn with positions sorted by cluster; every computation uses the real positions.
+    sort_clusters: bool = False
 
     @property
     def beta(self) -> float:
@@ -100,6 +102,23 @@ class Settings:
 
     def exact(self) -> compute.ExactResult:
         return compute.exact(self.spec, self.beta, self.device_name)
+
+    def sorted(self, matrix: np.ndarray) -> np.ndarray:
+        """``matrix`` (..., n, n) with rows and columns in cluster order when "Order positions by cluster" is on.
+
+        Only full-resolution maps can be reordered; a block-reduced one is returned as it is, with a notice.
+        """
+        labels = self.inputs().labels if self.sort_clusters and self.spec.source == "clustered" else None
+        if labels is None:
+            return matrix
+        if matrix.ndim < 2 or matrix.shape[-1] != self.n or matrix.shape[-2] != self.n:
+            state.notice(
+                f"**Order positions by cluster**: heatmaps reduced below n = {self.n} pixels keep the real "
+                "positions; raise the heatmap resolution (or lower n) to see them sorted."
+            )
+            return matrix
+        order = np.argsort(labels, kind="stable")
+        return matrix[..., order, :][..., order]
 
     def entropy(self) -> float:
         """Mean row entropy of exact attention (nats), averaged over heads."""
@@ -168,6 +187,7 @@ SHARED_KEYS = (
     "text",
     "layer",
     "head",
+    "sort_clusters",
 )
 
 
@@ -294,6 +314,7 @@ def sidebar(
         n, d, heads = tokens, REAL_D, REAL_HEADS
         bar.caption(f"n = {tokens} tokens, d = {REAL_D}, {REAL_HEADS} heads (fixed by the model).")
         clusters, spread = base["clusters"], base["spread"]
+        sort_clusters = False
     else:
         n = state.int_slider(
             "Sequence length n",
@@ -328,6 +349,7 @@ def sidebar(
             )
             heads = fitted
         clusters, spread = base["clusters"], base["spread"]
+        sort_clusters = False
         if source == "clustered":
             clusters = state.int_slider(
                 "Clusters",
@@ -336,7 +358,7 @@ def sidebar(
                 min(n, 256),
                 min(base["clusters"], n),
                 where=bar,
-                help="Number of cluster centres (positions are split into equal runs).",
+                help="Number of cluster centres (equal sizes; members at random positions).",
             )
             spread = state.float_slider(
                 "Cluster spread σ",
@@ -348,6 +370,14 @@ def sidebar(
                 where=bar,
                 help="Distance of points from their centre, relative to the "
                 "centre's norm (≈ 1). Small σ: tight clusters.",
+            )
+            sort_clusters = state.toggle(
+                "Order positions by cluster",
+                "sort_clusters",
+                False,
+                where=bar,
+                help="Display only: draw heatmaps with positions sorted by cluster, so clusters show as blocks. "
+                "Cluster members sit at random positions, and every method computes on those real positions.",
             )
     bar.header("Temperature")
     tau = state.log_slider(
@@ -420,6 +450,7 @@ def sidebar(
         fraction=float(fraction),
         head=int(head),
         text=text,
+        sort_clusters=bool(sort_clusters),
     )
     with temp_box:
         _temperature_readout(settings)
