@@ -232,9 +232,10 @@ def select(
             masked = logits[index].masked_fill(~act[:, None, :], -math.inf)
             score = _combine_heads(torch.softmax(masked, dim=-1).mean(dim=1), heads, "mean")
         else:
-            groups = batch // max(heads, 1)
-            draw = torch.rand(groups, lv.nodes, generator=generator, dtype=torch.float64)
-            score = draw.to(device=device, dtype=keys_c.dtype).repeat_interleave(max(heads, 1), dim=0)
+            # One draw shared by every batch element (like Performer's projection), so an element's random
+            # selection does not depend on its position in the batch.
+            draw = torch.rand(1, lv.nodes, generator=generator, dtype=torch.float64)
+            score = draw.to(device=device, dtype=keys_c.dtype).expand(batch, -1)
         # A tree node whose real tokens all sit in its left child (padding fills the right) holds the same
         # tokens as that child: it passes down for free, so padding never spends the budget.
         free = act & _passes_down(hierarchy, index).to(device)[None, :]

@@ -33,11 +33,16 @@ def _close(batched: torch.Tensor, single: torch.Tensor) -> float:
     return float((batched - single).abs().max()) / scale
 
 
-@pytest.mark.parametrize("method", sorted(core.methods()))
-def test_one_element_alone_equals_it_in_a_batch(method: str) -> None:
+# Non-default settings with their own random or per-batch code paths (vcc's share_heads pools heads on purpose).
+EXTRA = [("vcc", {"selector": "random"}), ("scatterbrain", {"support": "local"}), ("nystrom", {"pinv": "exact"})]
+CASES = [(name, {}) for name in sorted(core.methods())] + EXTRA
+
+
+@pytest.mark.parametrize(("method", "extra"), CASES, ids=[f"{m}-{'-'.join(map(str, e.values()))}" for m, e in CASES])
+def test_one_element_alone_equals_it_in_a_batch(method: str, extra: dict[str, object]) -> None:
     n, d = 64, 8
     x = core.data.clustered(n, d, clusters=4, spread=0.4, seed=3, heads=len(BETAS), dtype=torch.float64)
-    params = {**core.budget_params(method, n, d, 1 / 4), **FAST.get(method, {})}
+    params = {**core.budget_params(method, n, d, 1 / 4), **FAST.get(method, {}), **extra}
     scale = torch.tensor(BETAS, dtype=torch.float64)
     batched = core.approximate(method, x.q, x.k, x.v, scale=scale, seed=7, **params)
     for i, beta in enumerate(BETAS):
