@@ -31,7 +31,7 @@ from core.registry import MethodSpec, ParamSpec, register
 
 MAX_FEATURES = 8192
 KERNELS = ("positive", "trig", "hyperbolic")
-MAX_EPS = 0.1
+MAX_EPS = 0.01  # the UI slider then steps by 1e-4, performer-pytorch's default
 
 
 def draw_projection(m: int, d: int, orthogonal: bool, generator: torch.Generator) -> torch.Tensor:
