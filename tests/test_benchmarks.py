@@ -171,8 +171,8 @@ def test_worker_reports_skips_instead_of_failing(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ peers at equal settings
 
 
-def _inputs(n: int = 512, heads: int = 2) -> core.data.Inputs:
-    return core.data.clustered(n, 64, n // 64, 0.3, 0, heads=heads)
+def _inputs(n: int = 512, heads: int = 2, order_by_cluster: bool = False) -> core.data.Inputs:
+    return core.data.clustered(n, 64, n // 64, 0.3, 0, heads=heads, order_by_cluster=order_by_cluster)
 
 
 def test_local_peer_computes_exactly_our_band() -> None:
@@ -189,7 +189,8 @@ def test_nystrom_peer_matches_ours_at_equal_landmarks() -> None:
     pytest.importorskip("nystrom_attention")
     from benchmarks import peers
 
-    x = _inputs()
+    # Landmarks are means of contiguous segments: this comparison was calibrated on clusters laid out in runs.
+    x = _inputs(order_by_cluster=True)
     exact = core.approximate("exact", x.q, x.k, x.v, scale=3.0).output
     for landmarks in (64, 60):  # 60 does not divide n: the peer pads at the front and masks
         ours = core.approximate("nystrom", x.q, x.k, x.v, scale=3.0, landmarks=landmarks).output
