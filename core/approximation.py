@@ -319,7 +319,7 @@ def approximate(
     params: the method's parameters (see ``core.methods()[method].params``).
     """
     spec = registry.get(method)
-    input_dtype = q.dtype if isinstance(q, torch.Tensor) else None
+    input_dtype = _as_tensor(q, "q").dtype
     inputs = prepare_inputs(q, k, v, scale, seed)
     n, d = inputs.n, inputs.d
     if spec.max_n is not None and n > spec.max_n:
@@ -340,7 +340,7 @@ def approximate(
     result.params = checked
     if cost is not None:
         result.cost = cost
-    if input_dtype in HALF_DTYPES and input_dtype is not None:
+    if input_dtype in HALF_DTYPES:
         _cast_result(result, input_dtype)
     return result
 
