@@ -1317,8 +1317,9 @@ def markdown(results: Sequence[ClaimResult]) -> str:
     ]
     for row in table_rows(results):
         real = row["real"] if row["real"] == "–" else f"{row['real']} ({row['real_verdict']})"
+        threshold = row["threshold"].replace("|", "\\|")  # a bare | would split the markdown cell
         lines.append(
-            f"| {row['claim']} | {row['clustered']} ({row['clustered_verdict']}) | {real} | {row['threshold']} | "
+            f"| {row['claim']} | {row['clustered']} ({row['clustered_verdict']}) | {real} | {threshold} | "
             f"**{row['verdict']}** |"
         )
     lines += ["", "Skipped claims:", ""] + [f"- {cid}: {why}" for cid, why in SKIPPED]
