@@ -103,13 +103,19 @@ else:
     if skipped_slow:
         st.info(f"Not run yet (slow, about a minute): {', '.join(skipped_slow)}. Turn on *Include the slow claims*.")
     table = pd.DataFrame(rows)
-    styled = table.style.map(lambda v: COLOURS.get(v, ""), subset=["verdict"])
+    measured_cols = ["measured now (clustered)", "measured now (real MiniLM heads)"]
+    styled = table.style.map(lambda v: COLOURS.get(v, ""), subset=["verdict"]).map(
+        lambda v: next((c for k, c in COLOURS.items() if str(v).endswith(f"({k})")), ""), subset=measured_cols
+    )
     st.dataframe(
         styled,
         hide_index=True,
         width="stretch",
         column_config={
-            "claim": st.column_config.TextColumn(width="large"),
+            "paper": st.column_config.TextColumn(width="small"),
+            "claim": st.column_config.TextColumn(width="medium"),
+            "threshold": st.column_config.TextColumn(width="small"),
+            "verdict": st.column_config.TextColumn(width="medium"),
             "view": st.column_config.LinkColumn("view", display_text="open"),
         },
     )
