@@ -772,7 +772,7 @@ KE = PAPERS["kernels"]
 RH = PAPERS["rank-vs-heads"]
 BOTH_HOLD = {"clustered": HOLDS, "real": HOLDS}
 HOLD = {"clustered": HOLDS}
-SB_LINK = "Sparse_plus_low_rank?n=512&d=64&clusters=32&spread=0.3&tau=0.25"
+SB_LINK = "Sparse_plus_low_rank?n=512&d=64&clusters=32&spread=0.3"
 EVE_LINK = "Error_vs_entropy?n=1024&d=64&clusters=64&spread=0.3&budget=1/32&oracles=true&taus=0.03&taus=1"
 
 CLAIMS: tuple[Claim, ...] = (
