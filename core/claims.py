@@ -581,6 +581,24 @@ def vcc_budget_trend(x: data.Inputs | None, seed: int) -> Measurement:
     )
 
 
+def vcc_identical_tokens(x: data.Inputs | None, seed: int) -> Measurement:
+    x = _need(x)
+    beta = _beta(x, 4.0)
+    n, vip = int(x.q.shape[-2]), 8
+    block = 8 if _is_real(x) else 16
+    q, k, v = x.q.clone(), x.k.clone(), x.v.clone()
+    for start in range(vip, n, block):  # every token of a coarse block made identical (q, k and v)
+        for t in (q, k, v):
+            t[..., start : start + block, :] = t[..., start : start + block, :].mean(-2, keepdim=True)
+    y = data.Inputs(q, k, v, meta=dict(x.meta))
+    exact = approximate("exact", y.q, y.k, y.v, scale=beta).output
+    errors = [float((_vcc(y, beta, seed, fine_blocks=h).output - exact).abs().max()) for h in (0, 1, 2)]
+    value = max(errors)
+    return Measurement(
+        value, verdict_at_most(value, EXACT_TOL), f"max |VCC - exact| at h = 0, 1, 2 (blocks of {block})"
+    )
+
+
 def _vcc_trials(x: data.Inputs | None, seed: int) -> list[data.Inputs]:
     if x is not None and _is_real(x):
         return [x]
@@ -740,6 +758,16 @@ def rh_degree1_floor(x: data.Inputs | None, seed: int) -> Measurement:
     paper = {8: 0.161, 16: 0.172, 32: 0.177, 64: 0.179}
     gap = max(abs(rank_heads.degree1_floor(d) - v) for d, v in paper.items())
     return Measurement(gap, verdict_at_most(gap, 6e-4), "max |floor(d) - paper| at d = 8, 16, 32, 64")
+
+
+def rh_bookkeeping(x: data.Inputs | None, seed: int) -> Measurement:
+    d, ranks = 64, (1, 2, 4, 8, 16, 32, 64)
+    wrong = sum(rank_heads.parameter_count(d, r, d // r) != d * d for r in ranks)
+    wrong += sum(rank_heads.heads_for_budget(d, r, 1.5) != 8 * d // r for r in ranks)
+    wrong += sum(rank_heads.heads_for_budget(d, r, 2.0) != 64 * d // r for r in ranks)
+    return Measurement(
+        float(wrong), HOLDS if wrong == 0 else FAILS, "mismatches of r d H = d^2, H = 8d/r, 64d/r at d = 64"
+    )
 
 
 def rh_softmax_fact1(x: data.Inputs | None, seed: int) -> Measurement:
@@ -994,6 +1022,17 @@ CLAIMS: tuple[Claim, ...] = (
         "VCC?n=512&clusters=16&tau=100",
     ),
     Claim(
+        "vcc-9",
+        VC,
+        "Identical tokens within every segment give zero error at any budget.",
+        "max |diff| <= 1e-9",
+        vcc_identical_tokens,
+        VCC_SETTING,
+        True,
+        BOTH_HOLD,
+        "VCC?n=512&clusters=16",
+    ),
+    Claim(
         "vcc-11",
         VC,
         "Z_hat(q) <= Z(q) for every VIP query, and Z_hat never decreases when blocks are refined.",
@@ -1161,6 +1200,17 @@ CLAIMS: tuple[Claim, ...] = (
         "Rank_vs_heads",
     ),
     Claim(
+        "rank-vs-heads-6",
+        RH,
+        "Parameter bookkeeping: r d H = d^2 at H = d/r; budgets d^2.5 and d^3 mean H = 8d/r and 64d/r at d = 64.",
+        "no mismatch",
+        rh_bookkeeping,
+        None,
+        False,
+        HOLD,
+        "Rank_vs_heads",
+    ),
+    Claim(
         "rank-vs-heads-7",
         RH,
         "The softmax Fact 1 head (d = N = 16) has MSE ~ 0.18 / 0.042 / 0.011 / 0.0025 at "
@@ -1215,8 +1265,8 @@ SKIPPED: tuple[tuple[str, str], ...] = (
         "Structural identities of the tree and storage (tested in tests/test_vcc.py), not claims about error.",
     ),
     (
-        "vcc-9, 12, 13, 17",
-        "Not implemented in this pass (identity-token inputs, eq. 51, nested two-level bound, non-VIP binning).",
+        "vcc-12, 13, 17",
+        "Not implemented in this pass (eq. 51 identity, nested two-level bound, non-VIP binning).",
     ),
     ("vcc-19..22", "Runtime and paper-scale accuracy: see the Scaling page; NarrativeQA etc. not computable."),
     (
@@ -1230,8 +1280,8 @@ SKIPPED: tuple[tuple[str, str], ...] = (
         "Trained-kernel claims: LRA numbers are paper-only; the distillation fits take tens of seconds (Kernels page).",
     ),
     (
-        "rank-vs-heads-2, 4, 6, 8",
-        "Not implemented in this pass (biased head, rank-1 kernel identity, bookkeeping, majority vote).",
+        "rank-vs-heads-2, 4, 8",
+        "Not implemented in this pass (biased head, rank-1 kernel identity, majority vote).",
     ),
     (
         "rank-vs-heads-9..14",
