@@ -25,6 +25,7 @@ CHEAP = {
     "pages/4_Regime_map.py": {"nb": "2", "ns": "2"},
     "pages/6_Rank_vs_heads.py": {"steps": "20"},
     "pages/7_Kernels.py": {"draws": "250", "lk_steps": "10"},
+    "pages/9_Paper_claims.py": {"papers": "rank-vs-heads"},
 }
 
 

@@ -172,6 +172,7 @@ PAGE_LABELS = {
     "Rank_vs_heads": "Rank vs heads",
     "Kernels": "Kernels",
     "Scaling": "Scaling",
+    "Paper_claims": "Paper claims",
 }
 SHARED_KEYS = (
     "input",

@@ -25,9 +25,10 @@ MY_PAGES = {
     "Rank_vs_heads": "steps=20&ranks=1&hv=1",
     "Kernels": "n=64&draws=250&lk_steps=10",
     "Scaling": "heads=2",
+    "Paper_claims": "papers=rank-vs-heads",
 }
 # Pages with their own sidebar (no shared input controls): the URL value to find in the share link.
-OWN_SIDEBAR = {"Rank_vs_heads": "steps=20", "Scaling": "heads=2"}
+OWN_SIDEBAR = {"Rank_vs_heads": "steps=20", "Scaling": "heads=2", "Paper_claims": "papers=rank-vs-heads"}
 
 
 def url_paths() -> list[str]:

@@ -1,0 +1,60 @@
+"""AppTest checks of the Paper claims page: it renders, shows the claims table with verdicts, and its controls
+are bound to the URL. Only the cheap rank-vs-heads claims run here (the full table is tested in test_claims.py)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from core import claims
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+TIMEOUT = 240
+PAGE = "pages/9_Paper_claims.py"
+
+
+def run_page(**params: str | list[str]) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.switch_page(PAGE)
+    for key, value in params.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+def test_page_renders_the_claims_table() -> None:
+    at = run_page(papers="rank-vs-heads", slow="true")
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title[0].value == "Paper claims"
+    assert at.toggle(key="slow").value is True
+    assert at.multiselect(key="papers").value == ["rank-vs-heads"]
+    frames = [df.value for df in at.dataframe]
+    table = next(f for f in frames if "verdict" in getattr(f, "columns", []))
+    expected = [c for c in claims.CLAIMS if c.paper == claims.PAPERS["rank-vs-heads"]]
+    assert len(table) == len(expected)
+    assert set(table["verdict"]) <= set(claims.VERDICTS)
+    for claim, verdict, view in zip(expected, table["verdict"], table["view"], strict=True):
+        assert verdict == claim.expected["clustered"], claim.id
+        assert view.startswith(claim.link.split("?")[0])
+    assert all(v == "–" for v in table["measured now (real MiniLM heads)"])  # no real-head claims in this paper
+    skipped = next(f for f in frames if "why not" in getattr(f, "columns", []))
+    assert len(skipped) == len(claims.SKIPPED)
+    assert {m.label for m in at.metric} == set(claims.VERDICTS)
+
+
+def test_slow_claims_wait_for_the_toggle_and_links_carry_the_seed() -> None:
+    at = run_page(papers="rank-vs-heads", seed="3")
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.toggle(key="slow").value is False
+    table = next(df.value for df in at.dataframe if "verdict" in getattr(df.value, "columns", []))
+    slow = {c.id for c in claims.CLAIMS if c.slow and c.paper == claims.PAPERS["rank-vs-heads"]}
+    assert slow, "the test needs a slow claim in this paper"
+    for claim_text, verdict in zip(table["claim"], table["verdict"], strict=True):
+        is_slow = claim_text.split(":")[0] in slow
+        assert (verdict == "not run") == is_slow, claim_text
+    assert any("slow" in i.value for i in at.info)
+    assert all("seed=3" in view for view in table["view"])

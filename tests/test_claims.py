@@ -1,0 +1,95 @@
+"""The paper-claims registry: every claim's verdict at the default inputs matches the one documented in the
+registry (an engine change that flips a claim fails here), and the verdict rules themselves can fail."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+from core import ParameterError, claims
+
+ROOT = Path(__file__).resolve().parents[1]
+CASES = [(c.id, which) for c in claims.CLAIMS for which in c.inputs]
+
+
+@pytest.mark.parametrize(("claim_id", "which"), CASES)
+def test_claim_verdict_matches_the_registry(claim_id: str, which: str) -> None:
+    claim = claims.get(claim_id)
+    m = claims.measure(claim, which, seed=0)
+    assert m.verdict in claims.VERDICTS
+    assert math.isfinite(m.value) or m.verdict == claims.FAILS, m
+    assert m.verdict == claim.expected[which], f"{claim_id} on {which}: {m}"
+
+
+def test_registry_is_well_formed() -> None:
+    ids = [c.id for c in claims.CLAIMS]
+    assert len(ids) == len(set(ids))
+    pages = {re.sub(r"^\d+_", "", p.stem) for p in (ROOT / "pages").glob("*.py")}
+    for c in claims.CLAIMS:
+        assert c.paper in claims.PAPERS.values()
+        assert set(c.expected) == set(c.inputs), c.id
+        assert all(v in claims.VERDICTS for v in c.expected.values()), c.id
+        assert c.link.split("?")[0] in pages, c.link
+        assert c.statement and c.threshold
+    assert all(cid and why for cid, why in claims.SKIPPED)
+    assert not set(ids) & {cid for cid, _ in claims.SKIPPED}
+
+
+def test_verdict_rules_can_fail() -> None:
+    assert claims.verdict_at_most(0.05, 0.1) == claims.HOLDS
+    assert claims.verdict_at_most(0.2, 0.1) == claims.FAILS
+    assert claims.verdict_fraction(1.0) == claims.HOLDS
+    assert claims.verdict_fraction(0.3) == claims.REGIME
+    assert claims.verdict_fraction(0.0) == claims.FAILS
+    assert claims.verdict_rate(0.95) == claims.HOLDS
+    assert claims.verdict_rate(0.7) == claims.REGIME
+    assert claims.verdict_rate(0.4) == claims.FAILS
+    assert claims.combine([claims.HOLDS, claims.HOLDS]) == claims.HOLDS
+    assert claims.combine([claims.FAILS, claims.FAILS]) == claims.FAILS
+    assert claims.combine([claims.HOLDS, claims.FAILS]) == claims.REGIME
+
+
+@pytest.mark.parametrize(
+    ("call", "name"),
+    [
+        (lambda: claims.verdict_fraction(1.5), "fraction"),
+        (lambda: claims.verdict_rate(float("nan")), "rate"),
+        (lambda: claims.combine([]), "verdicts"),
+        (lambda: claims.combine(["maybe"]), "verdicts"),
+        (lambda: claims.get("no-such-claim"), "claim"),
+        (lambda: claims.measure(claims.get("scatterbrain-13"), "real"), "input"),
+    ],
+)
+def test_bad_input_names_the_parameter(call: object, name: str) -> None:
+    with pytest.raises(ParameterError, match=name):
+        call()  # type: ignore[operator]
+
+
+def test_a_wrong_threshold_fails_the_crossover_claim() -> None:
+    """The same measurement as scatterbrain-13 against a crossover the paper does not state (beta* = 6)."""
+    holds = claims._crossover_measure(claims.SB_RUN1, 32, 2.9, 0.3, seed=0)
+    wrong = claims._crossover_measure(claims.SB_RUN1, 32, 6.0, 0.3, seed=0)
+    assert holds.verdict == claims.HOLDS
+    assert wrong.verdict == claims.FAILS
+    assert wrong.value == holds.value
+
+
+def test_sparse_oracle_is_the_unrenormalised_top_k() -> None:
+    g = torch.Generator().manual_seed(0)
+    p = torch.softmax(torch.randn(3, 20, 20, generator=g, dtype=torch.float64), dim=-1)
+    s = claims.sparse_oracle(p, 4)
+    assert ((s > 0).sum(-1) == 4).all()
+    assert torch.equal(s[s > 0], p[s > 0])  # kept entries unchanged, not renormalised
+    assert (s.sum(-1) < 1).all()
+    kept_min = s.masked_fill(s == 0, 2.0).amin(-1)
+    dropped_max = p.masked_fill(s > 0, -1.0).amax(-1)
+    assert (kept_min >= dropped_max).all()
+    sparse, low_rank = claims.oracle_errors(p, 20)
+    assert float(sparse.max()) == 0.0
+    assert float(low_rank.max()) < 1e-12
+    sparse, low_rank = claims.oracle_errors(p, 2)
+    assert (sparse > 0.1).all() and (low_rank > 0.01).all()
