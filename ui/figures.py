@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 import streamlit as st
 from PIL import Image
 
-from ui.state import settings_payload
+from ui.state import presenter_mode, settings_payload
 
 ATTENTION_SCALE = "Viridis"
 MASK_SCALE = "Cividis"
@@ -220,6 +220,27 @@ def _data_bytes(data: Any) -> tuple[bytes, str, str]:
     return json.dumps(data, default=str, indent=2).encode("utf-8"), "json", "application/json"
 
 
+PRESENTER_FONT = 20  # figure text in presenter view: readable from the back of a room at 1280 x 720
+
+
+def presenter_figure(fig: go.Figure, size: int = PRESENTER_FONT) -> go.Figure:
+    """A copy of ``fig`` with every text enlarged for a projector (titles, ticks, legend, colour bar)."""
+    big = go.Figure(fig)
+    big.update_layout(
+        font={"size": size},
+        title_font_size=round(size * 1.25),
+        legend_font_size=size,
+        margin={"t": round(size * 3.2)},
+    )
+    big.update_xaxes(title_font_size=size, tickfont_size=round(size * 0.9))
+    big.update_yaxes(title_font_size=size, tickfont_size=round(size * 0.9))
+    big.update_annotations(font_size=size)
+    big.update_traces(colorbar_tickfont_size=round(size * 0.9), selector={"type": "heatmap"})
+    if big.layout.height is not None:
+        big.update_layout(height=round(big.layout.height * 1.25))
+    return big
+
+
 def show_figure(
     fig: go.Figure,
     name: str,
@@ -240,6 +261,8 @@ def show_figure(
     where = where or st
     key = key or name
     slug = "".join(ch if ch.isalnum() else "_" for ch in name).strip("_").lower() or "figure"
+    if presenter_mode():
+        fig = presenter_figure(fig)
     where.plotly_chart(fig, theme=None, config=PLOTLY_CONFIG, key=f"chart_{key}", width="stretch")
     row = where.columns([4, 1]) if caption else [where, where]
     if caption:
@@ -263,6 +286,15 @@ def show_figure(
             file_name=f"{slug}.html",
             mime="text/html",
             key=f"html_{key}",
+            on_click="ignore",
+            width="stretch",
+        )
+        st.download_button(
+            "HTML (light: loads plotly.js from its CDN)",
+            data=lambda: fig.to_html(include_plotlyjs="cdn", full_html=True),
+            file_name=f"{slug}_light.html",
+            mime="text/html",
+            key=f"html_light_{key}",
             on_click="ignore",
             width="stretch",
         )
