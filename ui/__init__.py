@@ -176,7 +176,10 @@ html {font-size: 21px;}
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"]
   {display: none !important;}
 [data-testid="stMetricValue"] {font-size: 2.4rem;}
-[data-testid="stMainBlockContainer"] {padding-top: 1.5rem; max-width: 100%;}
+[data-testid="stMainBlockContainer"] {padding-top: 3rem; max-width: 100%;}
+.ae-exit-present {position: fixed; bottom: 0.5rem; right: 0.8rem; z-index: 999990; font-size: 0.7rem;
+  padding: 0.2rem 0.6rem; border-radius: 0.4rem; background: rgba(255, 255, 255, 0.9); color: inherit;
+  border: 1px solid rgba(151, 166, 195, 0.6); text-decoration: none;}
 </style>"""
 
 
@@ -198,8 +201,8 @@ def page(title: str, icon: str = ":material/insights:", url_path: str | None = N
         st.html(PRESENTER_CSS)
         kept = [(k, v) for k, values in state._raw_params().items() if k != state.PRESENT_KEY for v in values]
         st.markdown(
-            f'<a href="?{html.escape(urllib.parse.urlencode(kept, safe=",/"), quote=True)}" target="_self">'
-            "Exit presenter view</a>",
+            f'<a class="ae-exit-present" href="?{html.escape(urllib.parse.urlencode(kept, safe=",/"), quote=True)}" '
+            'target="_self">Exit presenter view</a>',
             unsafe_allow_html=True,
         )
     st.title(title)

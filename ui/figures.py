@@ -226,9 +226,10 @@ PRESENTER_FONT = 20  # figure text in presenter view: readable from the back of 
 def presenter_figure(fig: go.Figure, size: int = PRESENTER_FONT) -> go.Figure:
     """A copy of ``fig`` with every text enlarged for a projector (titles, ticks, legend, colour bar)."""
     big = go.Figure(fig)
+    narrow = any(trace.type == "heatmap" for trace in big.data)  # heatmaps sit in narrow columns: no larger title
     big.update_layout(
         font={"size": size},
-        title_font_size=round(size * 1.25),
+        title_font_size=round(size * 0.8) if narrow else round(size * 1.25),
         legend_font_size=size,
         margin={"t": round(size * 3.2)},
     )
