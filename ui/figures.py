@@ -18,6 +18,7 @@ import plotly.graph_objects as go
 import streamlit as st
 from PIL import Image
 
+from ui.export import chromium_path, static_image
 from ui.state import presenter_mode, settings_payload
 
 ATTENTION_SCALE = "Viridis"
@@ -242,6 +243,10 @@ def presenter_figure(fig: go.Figure, size: int = PRESENTER_FONT) -> go.Figure:
     return big
 
 
+def _static(fig: go.Figure, fmt: str) -> bytes:
+    return static_image(fig, "png" if fmt == "png" else "svg")
+
+
 def show_figure(
     fig: go.Figure,
     name: str,
@@ -255,8 +260,8 @@ def show_figure(
 ) -> None:
     """Draw a Plotly figure with an Export menu: PNG, interactive HTML, the data (CSV/NPZ) and the settings.
 
-    png: a callable making a PNG with Pillow (heatmaps: one pixel per entry); without it the PNG comes from
-    the chart's camera button (rendered by Plotly in the browser). png_label: e.g. "PNG (full resolution)".
+    png: a callable making a PNG with Pillow (heatmaps: one pixel per entry, no axes), offered beside the PNG and
+    SVG of the figure itself (drawn on the server by kaleido). png_label: e.g. "PNG (full resolution)".
     data: a DataFrame (CSV), a dict of arrays (NPZ), or a callable returning such a dict.
     """
     where = where or st
@@ -279,8 +284,19 @@ def show_figure(
                 on_click="ignore",
                 width="stretch",
             )
-        else:
-            st.caption("PNG: use the camera icon in the chart's toolbar.")
+        static_formats = ("png", "svg") if chromium_path() else ()
+        if not static_formats:
+            st.caption("PNG/SVG of the figure: the server has no Chromium (Debian: apt-get install chromium).")
+        for fmt in static_formats:
+            st.download_button(
+                f"{fmt.upper()} (figure with axes, title and colour bar)",
+                data=lambda fmt=fmt: _static(fig, fmt),
+                file_name=f"{slug}.{fmt}",
+                mime="image/png" if fmt == "png" else "image/svg+xml",
+                key=f"{fmt}_figure_{key}",
+                on_click="ignore",
+                width="stretch",
+            )
         st.download_button(
             "HTML (interactive)",
             data=lambda: fig.to_html(include_plotlyjs=True, full_html=True),
