@@ -1,4 +1,4 @@
-"""Static export through kaleido on the system Chromium: the PNG and SVG carry the figure's axes, title and colour bar."""
+"""Static export through kaleido on the system Chromium: PNG and SVG carry the axes, title and colour bar."""
 
 from __future__ import annotations
 
