@@ -72,3 +72,39 @@ def test_large_n_is_refused_up_front() -> None:
     q = torch.zeros(scrub.MAX_N + 1, 4)
     with pytest.raises(core.ParameterError, match="n"):
         scrub.temperature_views(q, q, q, ["performer"], TAUS)
+
+
+def test_scrubber_fig_has_one_frame_per_temperature_and_a_slider_on_the_grid(head) -> None:  # type: ignore[no-untyped-def]
+    from ui.scrubber import scrub_figure, tau_grid
+
+    views = scrub.temperature_views(*head, ["performer", "lsh"], TAUS, side=32)
+    fig = scrub_figure(views, {"lsh": "LSH"}, start=1)
+    assert [f.name for f in fig.frames] == ["0", "1", "2"]
+    assert [step["label"] for step in fig.layout.sliders[0].steps] == ["0.05", "0.2", "1"]
+    assert fig.layout.sliders[0].active == 1 and "τ = 0.2" in fig.layout.title.text
+    # A frame replaces the heatmaps and moves the markers; the curves stay.
+    assert len(fig.frames[0].data) == len(fig.frames[0].traces) == 1 + 2 + 2 + 2
+    assert fig.frames[2].data[-1].y[0] == pytest.approx(views.error["lsh"][2])
+    grid = tau_grid(0.2, [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0], half_width=2)
+    assert grid == [0.05, 0.1, 0.2, 0.5, 1.0]
+    assert tau_grid(0.01, [0.01, 0.02, 0.05, 0.1, 0.2], half_width=1) == [0.01, 0.02, 0.05]  # clamps at the edge
+
+
+def test_compare_page_draws_the_scrubber_on_request() -> None:
+    import sys
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    root = Path(__file__).resolve().parents[1]
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    at = AppTest.from_file(str(root / "app.py"), default_timeout=240)
+    at.switch_page("pages/1_Compare.py")
+    at.query_params.update({"n": "128", "scrub": "1", "methods": ["lsh", "performer"]})
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    caption = [c.value for c in at.caption if "temperatures from" in c.value]
+    assert caption and "MB of numbers sent once" in caption[0]
+    charts = [c for c in at.get("plotly_chart") if '"frames"' in c.proto.spec]
+    assert len(charts) == 1
