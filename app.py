@@ -10,6 +10,7 @@ import streamlit as st
 
 import ui
 from core import device as core_device
+from ui import lessons as ui_lessons
 
 ui.page("Attention Explorer", icon=":material/explore:", url_path="")
 s = ui.sidebar()
@@ -88,6 +89,14 @@ for index, (title, path, query, text) in enumerate(PRESETS):
     with cols[index % 2].container(border=True):
         st.markdown(f"**[{title}]({url})**  \n{text}")
         st.caption(f"`{path}?{query}`")
+
+st.subheader("Guided lessons")
+st.caption("Each lesson walks a class through a few views with Next and Previous; the link keeps the step.")
+lesson_cols = st.columns(3)
+for index, lesson in enumerate(ui_lessons.lessons().values()):
+    with lesson_cols[index % 3].container(border=True):
+        st.markdown(f"**[{lesson.title}]({lesson.step_url(0)})**  \n{lesson.summary}")
+        st.caption(f"{len(lesson.steps)} steps · {lesson.source}")
 
 st.subheader("Pages")
 st.markdown(

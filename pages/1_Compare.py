@@ -8,6 +8,7 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 import ui
+from ui.scrubber import scrubber_section
 
 ui.page("Compare", icon=":material/compare:")
 s = ui.sidebar()
@@ -107,6 +108,9 @@ if rows:
         f"{1000 * exact.seconds:.1f} ms on {exact.device}. Times are measured once per setting (cached). "
         f"Mean row entropy {float(exact.entropy.mean()):.2f} nats at τ = {s.tau:g} (β = {s.beta:.3g})."
     )
+
+# ------------------------------------------------------------------ temperature scrubber (client-side)
+scrubber_section(s, methods, params)
 
 # ------------------------------------------------------------------ heatmaps
 head = s.head

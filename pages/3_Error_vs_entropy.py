@@ -12,6 +12,7 @@ import torch
 import ui
 from core import sweeps
 from ui import compute
+from ui.scrubber import scrubber_section
 
 ui.page("Error vs entropy", icon=":material/show_chart:")
 s = ui.sidebar()
@@ -233,6 +234,8 @@ if s.spec.source != "real":
                     for m, p in res["params"].items()
                 )
             )
+    st.subheader("The same sweep, frame by frame")
+    scrubber_section(s, [m for m in chosen if m != "rpca"], params)
 else:
     st.subheader(f"All 72 heads of MiniLM at τ = {s.tau:g}: one point per head and method")
     st.caption(

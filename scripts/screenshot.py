@@ -30,6 +30,12 @@ def main() -> int:
     parser.add_argument("--width", type=int, default=1400)
     parser.add_argument("--height", type=int, default=1000)
     parser.add_argument("--full-page", action="store_true", help="capture the whole scrollable page")
+    parser.add_argument(
+        "--scroll-to",
+        default=None,
+        help="CSS selector of an element to scroll into view before the capture (e.g. '.js-plotly-plot')",
+    )
+    parser.add_argument("--name", action="append", default=[], help="file name for each path, in order")
     args = parser.parse_args()
 
     from playwright.sync_api import sync_playwright
@@ -38,10 +44,14 @@ def main() -> int:
     with streamlit_server() as server, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=list(CHROMIUM_ARGS))
         page = browser.new_page(viewport={"width": args.width, "height": args.height})
-        for path in args.paths:
+        for index, path in enumerate(args.paths):
             page.goto(server.url + "/" + path.lstrip("/"))
             wait_for_app(page)
-            target = args.out / file_name(path)
+            if args.scroll_to:
+                page.wait_for_selector(args.scroll_to, state="attached", timeout=60_000)
+                page.locator(args.scroll_to).first.scroll_into_view_if_needed()
+                page.wait_for_timeout(500)
+            target = args.out / (args.name[index] if index < len(args.name) else file_name(path))
             page.screenshot(path=str(target), full_page=args.full_page)
             print(f"{path} -> {target}")
         browser.close()

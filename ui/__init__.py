@@ -65,6 +65,8 @@ q is pre-scaled, so tau = 1 is the model's own attention, and ``scale=s.beta`` a
 
 from __future__ import annotations
 
+import html
+import urllib.parse
 from typing import Any
 
 import streamlit as st
@@ -112,6 +114,7 @@ from ui.state import (
     multiselect,
     notice,
     page_url,
+    presenter_mode,
     range_slider,
     settings_payload,
     text_area,
@@ -142,6 +145,7 @@ __all__ = [
     "int_slider",
     "lesson_mode",
     "line_figure",
+    "presenter_mode",
     "log_slider",
     "method_colour",
     "method_controls",
@@ -166,6 +170,19 @@ __all__ = [
 ]
 
 
+# Presenter view: no sidebar, and every font (Streamlit sizes text in rem) larger for a projector.
+PRESENTER_CSS = """<style>
+html {font-size: 21px;}
+[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"]
+  {display: none !important;}
+[data-testid="stMetricValue"] {font-size: 2.4rem;}
+[data-testid="stMainBlockContainer"] {padding-top: 3rem; max-width: 100%;}
+.ae-exit-present {position: fixed; bottom: 0.5rem; right: 0.8rem; z-index: 999990; font-size: 0.7rem;
+  padding: 0.2rem 0.6rem; border-radius: 0.4rem; background: rgba(255, 255, 255, 0.9); color: inherit;
+  border: 1px solid rgba(151, 166, 195, 0.6); text-decoration: none;}
+</style>"""
+
+
 def page(title: str, icon: str = ":material/insights:", url_path: str | None = None) -> Any:
     """Start a page: page config, then URL-state bookkeeping. Call first on every page.
 
@@ -173,15 +190,25 @@ def page(title: str, icon: str = ":material/insights:", url_path: str | None = N
     url_path: the page's URL path (defaults to the title with spaces as underscores, as Streamlit names
     files in pages/, e.g. "Sparse_plus_low_rank").
     """
-    from ui import state
+    from ui import lessons, state
 
     st.set_page_config(page_title=f"{title} · Attention Explorer", page_icon=icon, layout="wide")
     # The shared sidebar draws its own navigation (Home instead of "app", and links that keep the settings).
     st.set_option("client.showSidebarNavigation", False)
     # On a fresh server the first page has already been sent Streamlit's own navigation; hide it there too.
     st.html("<style>[data-testid='stSidebarNav'], [data-testid='stSidebarNavSeparator'] {display: none;}</style>")
+    if state.presenter_mode():
+        st.html(PRESENTER_CSS)
+        kept = [(k, v) for k, values in state._raw_params().items() if k != state.PRESENT_KEY for v in values]
+        st.markdown(
+            f'<a class="ae-exit-present" href="?{html.escape(urllib.parse.urlencode(kept, safe=",/"), quote=True)}" '
+            'target="_self">Exit presenter view</a>',
+            unsafe_allow_html=True,
+        )
     st.title(title)
-    return state.begin_page(title, url_path if url_path is not None else title.replace(" ", "_"))
+    page_state = state.begin_page(title, url_path if url_path is not None else title.replace(" ", "_"))
+    lessons.lesson_panel(state._plain_param(state.GUIDE_KEY), state._plain_param(state.STEP_KEY))
+    return page_state
 
 
 def finish() -> None:

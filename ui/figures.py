@@ -18,7 +18,8 @@ import plotly.graph_objects as go
 import streamlit as st
 from PIL import Image
 
-from ui.state import settings_payload
+from ui.export import chromium_path, static_image
+from ui.state import presenter_mode, settings_payload
 
 ATTENTION_SCALE = "Viridis"
 MASK_SCALE = "Cividis"
@@ -220,6 +221,32 @@ def _data_bytes(data: Any) -> tuple[bytes, str, str]:
     return json.dumps(data, default=str, indent=2).encode("utf-8"), "json", "application/json"
 
 
+PRESENTER_FONT = 20  # figure text in presenter view: readable from the back of a room at 1280 x 720
+
+
+def presenter_figure(fig: go.Figure, size: int = PRESENTER_FONT) -> go.Figure:
+    """A copy of ``fig`` with every text enlarged for a projector (titles, ticks, legend, colour bar)."""
+    big = go.Figure(fig)
+    narrow = any(trace.type == "heatmap" for trace in big.data)  # heatmaps sit in narrow columns: no larger title
+    big.update_layout(
+        font={"size": size},
+        title_font_size=round(size * 0.8) if narrow else round(size * 1.25),
+        legend_font_size=size,
+        margin={"t": round(size * 3.2)},
+    )
+    big.update_xaxes(title_font_size=size, tickfont_size=round(size * 0.9))
+    big.update_yaxes(title_font_size=size, tickfont_size=round(size * 0.9))
+    big.update_annotations(font_size=size)
+    big.update_traces(colorbar_tickfont_size=round(size * 0.9), selector={"type": "heatmap"})
+    if big.layout.height is not None:
+        big.update_layout(height=round(big.layout.height * 1.25))
+    return big
+
+
+def _static(fig: go.Figure, fmt: str) -> bytes:
+    return static_image(fig, "png" if fmt == "png" else "svg")
+
+
 def show_figure(
     fig: go.Figure,
     name: str,
@@ -233,13 +260,15 @@ def show_figure(
 ) -> None:
     """Draw a Plotly figure with an Export menu: PNG, interactive HTML, the data (CSV/NPZ) and the settings.
 
-    png: a callable making a PNG with Pillow (heatmaps: one pixel per entry); without it the PNG comes from
-    the chart's camera button (rendered by Plotly in the browser). png_label: e.g. "PNG (full resolution)".
+    png: a callable making a PNG with Pillow (heatmaps: one pixel per entry, no axes), offered beside the PNG and
+    SVG of the figure itself (drawn on the server by kaleido). png_label: e.g. "PNG (full resolution)".
     data: a DataFrame (CSV), a dict of arrays (NPZ), or a callable returning such a dict.
     """
     where = where or st
     key = key or name
     slug = "".join(ch if ch.isalnum() else "_" for ch in name).strip("_").lower() or "figure"
+    if presenter_mode():
+        fig = presenter_figure(fig)
     where.plotly_chart(fig, theme=None, config=PLOTLY_CONFIG, key=f"chart_{key}", width="stretch")
     row = where.columns([4, 1]) if caption else [where, where]
     if caption:
@@ -255,14 +284,34 @@ def show_figure(
                 on_click="ignore",
                 width="stretch",
             )
-        else:
-            st.caption("PNG: use the camera icon in the chart's toolbar.")
+        static_formats = ("png", "svg") if chromium_path() else ()
+        if not static_formats:
+            st.caption("PNG/SVG of the figure: the server has no Chromium (Debian: apt-get install chromium).")
+        for fmt in static_formats:
+            st.download_button(
+                f"{fmt.upper()} (figure with axes, title and colour bar)",
+                data=lambda fmt=fmt: _static(fig, fmt),
+                file_name=f"{slug}.{fmt}",
+                mime="image/png" if fmt == "png" else "image/svg+xml",
+                key=f"{fmt}_figure_{key}",
+                on_click="ignore",
+                width="stretch",
+            )
         st.download_button(
             "HTML (interactive)",
             data=lambda: fig.to_html(include_plotlyjs=True, full_html=True),
             file_name=f"{slug}.html",
             mime="text/html",
             key=f"html_{key}",
+            on_click="ignore",
+            width="stretch",
+        )
+        st.download_button(
+            "HTML (light: loads plotly.js from its CDN)",
+            data=lambda: fig.to_html(include_plotlyjs="cdn", full_html=True),
+            file_name=f"{slug}_light.html",
+            mime="text/html",
+            key=f"html_light_{key}",
             on_click="ignore",
             width="stretch",
         )

@@ -238,6 +238,14 @@ def navigation(where: Any) -> None:
         current = ' class="ae-current"' if path == page_state.url_path else ""
         items.append(f'<a href="{html.escape(href, quote=True)}" target="_self"{current}>{html.escape(label)}</a>')
     where.markdown(NAV_CSS + '<nav class="ae-nav">' + "".join(items) + "</nav>", unsafe_allow_html=True)
+    present = [(k, v) for k, values in state._raw_params().items() if k != state.PRESENT_KEY for v in values]
+    present_href = "?" + urllib.parse.urlencode([*present, (state.PRESENT_KEY, "1")], safe=",/")
+    where.markdown(
+        f'<nav class="ae-nav"><a href="{html.escape(present_href, quote=True)}" target="_self">'
+        "Presenter view (projector)</a></nav>",
+        unsafe_allow_html=True,
+        help="Hides this sidebar and enlarges every font for the back of a room; the link keeps it.",
+    )
     where.divider()
 
 

@@ -24,7 +24,12 @@ import streamlit as st
 # URL parameters that are not widgets.
 LESSON_KEY = "lesson"
 HIDE_KEY = "hide"
-PLAIN_KEYS = (LESSON_KEY, HIDE_KEY)
+GUIDE_KEY = "guide"  # a guided lesson's id (ui/lessons.py)
+STEP_KEY = "step"  # its 1-based step
+PRESENT_KEY = "present"  # presenter view (large fonts, no sidebar)
+# Plain keys whose raw values the share link carries as they are (when they are short and plain).
+CARRIED_KEYS = (GUIDE_KEY, STEP_KEY, PRESENT_KEY)
+PLAIN_KEYS = (LESSON_KEY, HIDE_KEY, *CARRIED_KEYS)
 # Values in notices are cut to this many characters (hostile URLs can be long).
 NOTICE_VALUE_CHARS = 40
 MAX_TEXT_CHARS = 4000
@@ -117,6 +122,12 @@ def notice(message: str) -> None:
 def lesson_mode() -> bool:
     """True when the URL asks for lesson mode (``?lesson=1``)."""
     raw = _plain_param(LESSON_KEY)
+    return raw is not None and raw.strip().lower() in ("1", "true", "yes", "on")
+
+
+def presenter_mode() -> bool:
+    """True when the URL asks for the presenter view (``?present=1``)."""
+    raw = _plain_param(PRESENT_KEY)
     return raw is not None and raw.strip().lower() in ("1", "true", "yes", "on")
 
 
@@ -676,6 +687,10 @@ def query_string(state: PageState | None = None) -> str:
         hide = sorted(k for k in hidden_keys() if re.fullmatch(r"[A-Za-z0-9_]{1,40}", k))
         if hide:
             pairs.append((HIDE_KEY, ",".join(hide)))
+    for key in CARRIED_KEYS:
+        raw = _plain_param(key)
+        if raw is not None and re.fullmatch(r"[A-Za-z0-9_]{1,40}", raw):
+            pairs.append((key, raw))
     return urllib.parse.urlencode(pairs, safe=",/")
 
 

@@ -1,0 +1,128 @@
+"""Temperature scrubbing: every view a page needs at a grid of temperatures, from one batched call per method.
+
+The browser then animates through the grid without asking the server again. The maps are block-reduced on the
+engine side so the payload stays bounded: ``grid × (1 + 2·methods) × side²`` float32 numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from core import metrics, registry
+from core.approximation import approximate
+from core.errors import ParameterError
+
+MAX_N = 2048  # n x n per temperature is materialised (in chunks) to measure the error maps
+MAX_GRID = 32
+MAX_SIDE = 128
+CHUNK_ELEMENTS = 2**25  # entries of the (temperatures, n, n) stack computed at once: 128 MiB of float32
+
+
+@dataclass
+class ScrubViews:
+    """Views of one head at every temperature of the grid (index 0 = the first tau)."""
+
+    taus: np.ndarray  # (T,)
+    entropy: np.ndarray  # (T,) mean row entropy of the exact attention, nats
+    exact: np.ndarray  # (T, s, s) block maximum of the exact attention
+    attention: dict[str, np.ndarray] = field(default_factory=dict)  # method -> (T, s, s) block maximum
+    error_map: dict[str, np.ndarray] = field(default_factory=dict)  # method -> (T, s, s) signed largest |error|
+    error: dict[str, np.ndarray] = field(default_factory=dict)  # method -> (T,) relative Frobenius error
+    factor: int = 1  # block size of the reduction
+
+    def payload_bytes(self) -> int:
+        """Bytes of the numbers sent to the browser (float32)."""
+        arrays = [self.exact, *self.attention.values(), *self.error_map.values()]
+        return int(sum(a.size for a in arrays) * 4 + (len(self.error) + 2) * self.taus.size * 8)
+
+
+def _block_max(a: torch.Tensor, factor: int) -> torch.Tensor:
+    if factor == 1:
+        return a
+    return F.max_pool2d(a.unsqueeze(1), factor, ceil_mode=True).squeeze(1)
+
+
+def _block_absmax(a: torch.Tensor, factor: int) -> torch.Tensor:
+    """The entry of largest magnitude in each block, with its sign."""
+    if factor == 1:
+        return a
+    high = _block_max(a, factor)
+    low = -_block_max(-a, factor)
+    return torch.where(high >= -low, high, low)
+
+
+def temperature_views(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    methods: Sequence[str],
+    taus: Sequence[float],
+    *,
+    params: Mapping[str, Mapping[str, Any]] | None = None,
+    seed: int = 0,
+    side: int = 64,
+) -> ScrubViews:
+    """Exact attention and each method at every tau (logits = q.k / tau), for one head: q, k, v are (n, d).
+
+    Each method runs once over the whole grid with a tensor ``scale`` (batch-independent, so every frame equals
+    a single call at that temperature). ``side`` caps the side of every map sent to the browser.
+    """
+    if q.dim() != 2:
+        raise ParameterError("q", f"must be one head, shape (n, d); got {tuple(q.shape)}")
+    n = int(q.shape[0])
+    if n > MAX_N:
+        raise ParameterError("n", f"the temperature scrubber works up to n = {MAX_N}; got {n}")
+    if not 1 <= len(taus) <= MAX_GRID:
+        raise ParameterError("taus", f"needs 1 to {MAX_GRID} temperatures; got {len(taus)}")
+    tau_values = [float(t) for t in taus]
+    if not all(math.isfinite(t) and t > 0 for t in tau_values):
+        raise ParameterError("taus", "every temperature must be finite and > 0")
+    if not 8 <= side <= MAX_SIDE:
+        raise ParameterError("side", f"must be in [8, {MAX_SIDE}]; got {side}")
+    names = list(dict.fromkeys(methods))
+    for name in names:
+        registry.get(name)
+    overrides = params or {}
+    factor = max(1, math.ceil(n / side))
+    per_chunk = max(1, min(len(tau_values), CHUNK_ELEMENTS // (n * n)))
+
+    exact_maps, entropies = [], []
+    attention: dict[str, list[torch.Tensor]] = {name: [] for name in names}
+    error_maps: dict[str, list[torch.Tensor]] = {name: [] for name in names}
+    errors: dict[str, list[torch.Tensor]] = {name: [] for name in names}
+    logits = q @ k.transpose(-1, -2)
+    for start in range(0, len(tau_values), per_chunk):
+        chunk = tau_values[start : start + per_chunk]
+        beta = 1.0 / torch.tensor(chunk, dtype=torch.float64)
+        exact = torch.softmax(beta.to(logits.dtype)[:, None, None] * logits, dim=-1)
+        exact_maps.append(_block_max(exact, factor))
+        entropies.append(metrics.mean_row_entropy(exact))
+        stack = [x.unsqueeze(0).expand(len(chunk), *x.shape) for x in (q, k, v)]
+        for name in names:
+            result = approximate(
+                name, *stack, scale=beta.to(q.dtype).to(q.device), seed=seed, **dict(overrides.get(name, {}))
+            )
+            approx = result.attention().to(exact.dtype)
+            attention[name].append(_block_max(approx, factor))
+            error_maps[name].append(_block_absmax(approx - exact, factor))
+            errors[name].append(metrics.relative_frobenius_error(approx, exact))
+
+    def numpy(parts: list[torch.Tensor]) -> np.ndarray:
+        return torch.cat(parts).float().cpu().numpy()
+
+    return ScrubViews(
+        taus=np.asarray(tau_values),
+        entropy=torch.cat(entropies).double().cpu().numpy(),
+        exact=numpy(exact_maps),
+        attention={name: numpy(parts) for name, parts in attention.items()},
+        error_map={name: numpy(parts) for name, parts in error_maps.items()},
+        error={name: torch.cat(parts).double().cpu().numpy() for name, parts in errors.items()},
+        factor=factor,
+    )

@@ -1,0 +1,110 @@
+"""core.scrub: each frame of the temperature scrubber equals a single call at that temperature."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import core
+from core import scrub
+
+TAUS = [0.05, 0.2, 1.0]
+
+
+@pytest.fixture(scope="module")
+def head() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    x = core.data.clustered(n=96, d=16, clusters=6, spread=0.3, seed=3, heads=1)
+    return x.q[0], x.k[0], x.v[0]
+
+
+def test_every_frame_equals_a_single_call_at_that_temperature(head) -> None:  # type: ignore[no-untyped-def]
+    q, k, v = head
+    params = {"performer": {"features": 24}, "lsh": {"rounds": 2, "buckets": 4}}
+    views = scrub.temperature_views(q, k, v, ["performer", "lsh"], TAUS, params=params, seed=5, side=96)
+    assert views.factor == 1
+    for index, tau in enumerate(TAUS):
+        exact = core.approximate("exact", q, k, v, scale=1 / tau).attention()
+        np.testing.assert_allclose(views.exact[index], exact.numpy(), rtol=1e-5, atol=1e-7)
+        assert views.entropy[index] == pytest.approx(float(core.metrics.mean_row_entropy(exact)), rel=1e-5)
+        for name in ("performer", "lsh"):
+            single = core.approximate(name, q, k, v, scale=1 / tau, seed=5, **params[name]).attention()
+            np.testing.assert_allclose(views.attention[name][index], single.numpy(), rtol=1e-5, atol=1e-7)
+            np.testing.assert_allclose(views.error_map[name][index], (single - exact).numpy(), atol=1e-6)
+            error = float(core.metrics.relative_frobenius_error(single, exact))
+            assert views.error[name][index] == pytest.approx(error, rel=1e-5)
+
+
+def test_entropy_rises_with_temperature(head) -> None:  # type: ignore[no-untyped-def]
+    views = scrub.temperature_views(*head, ["performer"], [0.02, 0.1, 0.5, 2.0], side=32)
+    assert np.all(np.diff(views.entropy) > 0)
+
+
+def test_maps_are_block_reduced_to_the_side_and_keep_extremes(head) -> None:  # type: ignore[no-untyped-def]
+    q, k, v = head
+    views = scrub.temperature_views(q, k, v, ["performer"], TAUS, params={"performer": {"features": 8}}, side=32)
+    assert views.factor == 3 and views.exact.shape == (3, 32, 32)
+    exact = core.approximate("exact", q, k, v, scale=1 / TAUS[0]).attention()
+    assert views.exact[0].max() == pytest.approx(float(exact.max()))  # block maximum keeps the peak
+    signed = views.error_map["performer"]
+    full = core.approximate("performer", q, k, v, scale=1 / TAUS[0], features=8).attention() - exact
+    assert np.abs(signed[0]).max() == pytest.approx(float(full.abs().max()), rel=1e-5)  # largest |error| kept
+    assert views.payload_bytes() == (3 * 32 * 32 * 3) * 4 + 3 * 3 * 8
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"taus": []}, "taus"),
+        ({"taus": [0.1, float("nan")]}, "taus"),
+        ({"taus": [0.0]}, "taus"),
+        ({"side": 4}, "side"),
+        ({"methods": ["nope"]}, "method"),
+    ],
+)
+def test_bad_arguments_name_the_parameter(head, kwargs, name) -> None:  # type: ignore[no-untyped-def]
+    args = {"methods": ["performer"], "taus": TAUS, **kwargs}
+    with pytest.raises(core.ParameterError, match=name):
+        scrub.temperature_views(*head, args.pop("methods"), args.pop("taus"), **args)
+
+
+def test_large_n_is_refused_up_front() -> None:
+    q = torch.zeros(scrub.MAX_N + 1, 4)
+    with pytest.raises(core.ParameterError, match="n"):
+        scrub.temperature_views(q, q, q, ["performer"], TAUS)
+
+
+def test_scrubber_fig_has_one_frame_per_temperature_and_a_slider_on_the_grid(head) -> None:  # type: ignore[no-untyped-def]
+    from ui.scrubber import scrub_figure, tau_grid
+
+    views = scrub.temperature_views(*head, ["performer", "lsh"], TAUS, side=32)
+    fig = scrub_figure(views, {"lsh": "LSH"}, start=1)
+    assert [f.name for f in fig.frames] == ["0", "1", "2"]
+    assert [step["label"] for step in fig.layout.sliders[0].steps] == ["0.05", "0.2", "1"]
+    assert fig.layout.sliders[0].active == 1 and "τ = 0.2" in fig.layout.title.text
+    # A frame replaces the heatmaps and moves the markers; the curves stay.
+    assert len(fig.frames[0].data) == len(fig.frames[0].traces) == 1 + 2 + 2 + 2
+    assert fig.frames[2].data[-1].y[0] == pytest.approx(views.error["lsh"][2])
+    grid = tau_grid(0.2, [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0], half_width=2)
+    assert grid == [0.05, 0.1, 0.2, 0.5, 1.0]
+    assert tau_grid(0.01, [0.01, 0.02, 0.05, 0.1, 0.2], half_width=1) == [0.01, 0.02, 0.05]  # clamps at the edge
+
+
+def test_compare_page_draws_the_scrubber_on_request() -> None:
+    import sys
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    root = Path(__file__).resolve().parents[1]
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    at = AppTest.from_file(str(root / "app.py"), default_timeout=240)
+    at.switch_page("pages/1_Compare.py")
+    at.query_params.update({"n": "128", "scrub": "1", "methods": ["lsh", "performer"]})
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    caption = [c.value for c in at.caption if "temperatures from" in c.value]
+    assert caption and "MB of numbers sent once" in caption[0]
+    charts = [c for c in at.get("plotly_chart") if '"frames"' in c.proto.spec]
+    assert len(charts) == 1

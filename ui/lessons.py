@@ -1,0 +1,207 @@
+"""Guided lessons: short sequences of steps, each a page plus the settings that show the point.
+
+A lesson is data, one TOML file per lesson in ``assets/lessons/`` (the file name is the lesson's id). The URL keeps
+the lesson and the step (``?guide=temperature&step=2``) beside the step's own settings, so a link opens a class at
+the same place. Next and Previous are plain links to the neighbouring step's URL: opening one starts the page from
+that URL, exactly as a student who pasted it would.
+
+Loading and validation are pure (no Streamlit), so tests and teachers can check a lesson without a server.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+import urllib.parse
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+LESSON_DIR = Path(__file__).resolve().parent.parent / "assets" / "lessons"
+PAGES_DIR = Path(__file__).resolve().parent.parent / "pages"
+GUIDE_KEY = "guide"
+STEP_KEY = "step"
+_ID = re.compile(r"[a-z0-9_]{1,40}")
+_PARAM = re.compile(r"[A-Za-z0-9_]{1,40}")
+
+
+class LessonError(ValueError):
+    """A lesson file that cannot be used; the message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class Step:
+    title: str
+    text: str
+    page: str  # URL path of the page: "" for Home, else e.g. "Compare"
+    params: tuple[tuple[str, str], ...]  # URL pairs in order; a list value gives repeated keys
+    hide: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Lesson:
+    id: str
+    title: str
+    summary: str
+    source: str
+    steps: tuple[Step, ...]
+
+    def step_query(self, index: int) -> str:
+        """The query string of step ``index`` (0-based): its settings, lesson mode, and the guide position."""
+        step = self.steps[index]
+        pairs = list(step.params)
+        if step.hide:
+            pairs += [("lesson", "1"), ("hide", ",".join(step.hide))]
+        pairs += [(GUIDE_KEY, self.id), (STEP_KEY, str(index + 1))]
+        return urllib.parse.urlencode(pairs, safe=",/")
+
+    def step_url(self, index: int) -> str:
+        """A relative link to step ``index``; relative so it works under a proxy's path prefix too."""
+        return f"./{self.steps[index].page}?{self.step_query(index)}"
+
+
+def page_paths() -> dict[str, str]:
+    """URL path -> script, for Home and every file in pages/ (Streamlit names them without the number prefix)."""
+    paths = {"": "app.py"}
+    for file in sorted(PAGES_DIR.glob("*.py")):
+        paths[re.sub(r"^\d+_", "", file.stem)] = f"pages/{file.name}"
+    return paths
+
+
+def _text(raw: dict[str, Any], key: str, where: str, limit: int) -> str:
+    value = raw.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise LessonError(f"{where}: '{key}' must be a non-empty string")
+    value = " ".join(value.split())
+    if len(value) > limit:
+        raise LessonError(f"{where}: '{key}' has {len(value)} characters; at most {limit}")
+    return value
+
+
+def _params(raw: Any, where: str) -> tuple[tuple[str, str], ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict):
+        raise LessonError(f"{where}: 'params' must be a table of URL parameters")
+    pairs: list[tuple[str, str]] = []
+    for key, value in raw.items():
+        if not _PARAM.fullmatch(key) or key in (GUIDE_KEY, STEP_KEY, "lesson", "hide"):
+            raise LessonError(f"{where}: parameter name '{key}' is not allowed (letters, digits and _ only)")
+        values = value if isinstance(value, list) else [value]
+        for item in values:
+            if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+                raise LessonError(f"{where}: parameter '{key}' must be a string, a number or a list of them")
+            pairs.append((key, str(item)))
+    return tuple(pairs)
+
+
+def parse_lesson(lesson_id: str, raw: dict[str, Any]) -> Lesson:
+    """Validate one lesson's TOML data; raises LessonError naming the field."""
+    where = f"lesson '{lesson_id}'"
+    if not _ID.fullmatch(lesson_id):
+        raise LessonError(f"{where}: the file name must be lower-case letters, digits and _ (at most 40)")
+    steps_raw = raw.get("steps")
+    if not isinstance(steps_raw, list) or not 1 <= len(steps_raw) <= 20:
+        raise LessonError(f"{where}: needs 1 to 20 [[steps]]")
+    pages = page_paths()
+    steps = []
+    for number, item in enumerate(steps_raw, start=1):
+        at = f"{where}, step {number}"
+        if not isinstance(item, dict):
+            raise LessonError(f"{at}: must be a table")
+        page = item.get("page", "")
+        if page not in pages:
+            raise LessonError(f"{at}: page '{page}' is not one of {sorted(pages)}")
+        hide = item.get("hide", [])
+        if not isinstance(hide, list) or not all(isinstance(h, str) and _PARAM.fullmatch(h) for h in hide):
+            raise LessonError(f"{at}: 'hide' must be a list of control names")
+        steps.append(
+            Step(
+                title=_text(item, "title", at, 120),
+                text=_text(item, "text", at, 1200),
+                page=page,
+                params=_params(item.get("params"), at),
+                hide=tuple(hide),
+            )
+        )
+    return Lesson(
+        id=lesson_id,
+        title=_text(raw, "title", where, 120),
+        summary=_text(raw, "summary", where, 400),
+        source=_text(raw, "source", where, 400),
+        steps=tuple(steps),
+    )
+
+
+def load_lesson_file(path: Path) -> Lesson:
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise LessonError(f"lesson file {path.name}: {exc}") from exc
+    return parse_lesson(path.stem, raw)
+
+
+@lru_cache(maxsize=1)
+def lessons() -> dict[str, Lesson]:
+    """Every lesson in assets/lessons/, by id, in file-name order (read once per process)."""
+    return {path.stem: load_lesson_file(path) for path in sorted(LESSON_DIR.glob("*.toml"))}
+
+
+def position(guide: str | None, step: str | None) -> tuple[Lesson, int] | None:
+    """The lesson and 0-based step a URL names, or None when it names no lesson (a bad step clamps)."""
+    lesson = lessons().get(guide or "")
+    if lesson is None:
+        return None
+    try:
+        number = int((step or "1").strip()[:6])
+    except ValueError:
+        number = 1
+    return lesson, min(max(number, 1), len(lesson.steps)) - 1
+
+
+# ------------------------------------------------------------------ drawing (Streamlit)
+
+PANEL_CSS = """<style>
+.ae-lesson-nav {display: flex; gap: 0.6rem; flex-wrap: wrap; margin-top: 0.3rem;}
+.ae-lesson-nav a {padding: 0.35rem 0.9rem; border: 1px solid rgba(151, 166, 195, 0.6); border-radius: 0.5rem;
+                  text-decoration: none; color: inherit; font-weight: 600;}
+.ae-lesson-nav a:hover {background: rgba(151, 166, 195, 0.2);}
+.ae-lesson-nav span {padding: 0.35rem 0.9rem; opacity: 0.45;}
+</style>"""
+
+
+def _link(label: str, href: str | None) -> str:
+    import html
+
+    if href is None:
+        return f"<span>{html.escape(label)}</span>"
+    return f'<a href="{html.escape(href, quote=True)}" target="_self">{html.escape(label)}</a>'
+
+
+def nav_html(lesson: Lesson, index: int) -> str:
+    """Previous / Next / Leave links for step ``index``: plain links, so the next step loads from its URL."""
+    previous = lesson.step_url(index - 1) if index > 0 else None
+    following = lesson.step_url(index + 1) if index + 1 < len(lesson.steps) else None
+    leave = f"./{lesson.steps[index].page}?" + urllib.parse.urlencode(lesson.steps[index].params, safe=",/")
+    parts = [_link("← Previous", previous), _link("Next →", following), _link("Leave the lesson", leave)]
+    return PANEL_CSS + '<div class="ae-lesson-nav">' + "".join(parts) + "</div>"
+
+
+def lesson_panel(guide: str | None, step: str | None) -> Lesson | None:
+    """Draw the current lesson step above the page's content; returns the lesson (None when the URL names none)."""
+    import streamlit as st
+
+    found = position(guide, step)
+    if found is None:
+        if guide:
+            st.warning(f"No lesson named `{guide[:40]}`; available: {', '.join(lessons()) or 'none'}.")
+        return None
+    lesson, index = found
+    current = lesson.steps[index]
+    with st.container(border=True):
+        st.caption(f"Lesson · {lesson.title} · step {index + 1} of {len(lesson.steps)}")
+        st.subheader(current.title)
+        st.markdown(current.text)
+        st.markdown(nav_html(lesson, index), unsafe_allow_html=True)
+    return lesson

@@ -1,0 +1,243 @@
+"""The temperature scrubber: a Plotly figure whose frames hold every view at a grid of temperatures.
+
+Dragging its slider or pressing ▶ changes the picture in the browser (Plotly frames), with no server round trip.
+``scrub_figure`` is a pure builder, ``(views) -> go.Figure``; ``scrubber_section`` draws it on a page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+from plotly.subplots import make_subplots
+
+from core.scrub import ScrubViews
+
+LOG_FLOOR = 1e-6  # attention maps are drawn as log10(weight), floored here
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9")
+
+
+def _log(a: np.ndarray) -> np.ndarray:
+    return np.log10(np.maximum(a, LOG_FLOOR)).astype(np.float32)
+
+
+def frame_title(views: ScrubViews, index: int, labels: Mapping[str, str]) -> str:
+    errors = " · ".join(f"{labels.get(m, m)} {views.error[m][index]:.3f}" for m in views.attention)
+    return f"τ = {views.taus[index]:g}, H = {views.entropy[index]:.2f} nats · error: {errors}"
+
+
+def scrub_figure(
+    views: ScrubViews, labels: Mapping[str, str] | None = None, *, start: int = 0, height: int = 620
+) -> go.Figure:
+    """Exact and each method (top row), the error-vs-entropy curves and each error map (bottom row), one frame per
+    temperature. Colour ranges are fixed over all frames so colours compare across temperatures."""
+    labels = dict(labels or {})
+    methods = list(views.attention)
+    columns = 1 + len(methods)
+    titles = ["Exact softmax", *(labels.get(m, m) for m in methods), "Error vs entropy"]
+    titles += [f"{labels.get(m, m)} − exact" for m in methods]
+    fig = make_subplots(rows=2, cols=columns, subplot_titles=titles, horizontal_spacing=0.04, vertical_spacing=0.12)
+    bound = max((float(np.abs(e).max()) for e in views.error_map.values()), default=1.0) or 1.0
+    attention_style = {"colorscale": "Viridis", "zmin": np.log10(LOG_FLOOR), "zmax": 0.0, "showscale": False}
+    error_style = {"colorscale": "RdBu_r", "zmin": -bound, "zmax": bound, "zmid": 0.0, "showscale": False}
+
+    def heatmaps(index: int) -> list[go.Heatmap]:
+        traces = [go.Heatmap(z=_log(views.exact[index]), name="exact", **attention_style)]
+        traces += [go.Heatmap(z=_log(views.attention[m][index]), name=m, **attention_style) for m in methods]
+        traces += [go.Heatmap(z=views.error_map[m][index], name=f"{m} error", **error_style) for m in methods]
+        return traces
+
+    def markers(index: int) -> list[go.Scatter]:
+        return [
+            go.Scatter(
+                x=[views.entropy[index]],
+                y=[views.error[m][index]],
+                mode="markers",
+                marker={"size": 13, "color": PALETTE[i % len(PALETTE)], "line": {"width": 2, "color": "black"}},
+                showlegend=False,
+                hoverinfo="skip",
+            )
+            for i, m in enumerate(methods)
+        ]
+
+    first = heatmaps(start)
+    for column, trace in enumerate(first[:columns], start=1):
+        fig.add_trace(trace, row=1, col=column)
+    for column, trace in enumerate(first[columns:], start=2):
+        fig.add_trace(trace, row=2, col=column)
+    for i, m in enumerate(methods):
+        fig.add_trace(
+            go.Scatter(
+                x=views.entropy,
+                y=views.error[m],
+                mode="lines",
+                name=labels.get(m, m),
+                line={"color": PALETTE[i % len(PALETTE)]},
+            ),
+            row=2,
+            col=1,
+        )
+    for trace in markers(start):
+        fig.add_trace(trace, row=2, col=1)
+    moving = list(range(columns + len(methods))) + [columns + 2 * len(methods) + i for i in range(len(methods))]
+    fig.frames = [
+        go.Frame(
+            name=str(index),
+            data=[*heatmaps(index), *markers(index)],
+            traces=moving,
+            layout={"title": {"text": frame_title(views, index, labels)}},
+        )
+        for index in range(len(views.taus))
+    ]
+    for row, column in [(1, c) for c in range(1, columns + 1)] + [(2, c) for c in range(2, columns + 1)]:
+        fig.update_yaxes(autorange="reversed", showticklabels=False, row=row, col=column)
+        fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False, row=row, col=column)
+        fig.update_yaxes(showgrid=False, zeroline=False, row=row, col=column)
+        fig.update_yaxes(scaleanchor=f"x{(row - 1) * columns + column}", row=row, col=column)
+    fig.update_xaxes(title_text="entropy H (nats)", row=2, col=1)
+    fig.update_yaxes(title_text="relative error", rangemode="tozero", row=2, col=1)
+    steps = [
+        {
+            "label": f"{tau:g}",
+            "method": "animate",
+            "args": [
+                [str(index)],
+                {"mode": "immediate", "frame": {"duration": 0, "redraw": True}, "transition": {"duration": 0}},
+            ],
+        }
+        for index, tau in enumerate(views.taus)
+    ]
+    fig.update_layout(
+        title={"text": frame_title(views, start, labels), "font": {"size": 15}},
+        height=height,
+        template="plotly_white",
+        margin={"l": 10, "r": 10, "t": 70, "b": 10},
+        legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.06, "yanchor": "bottom"},
+        sliders=[
+            {
+                "active": start,
+                "x": 0.18,
+                "len": 0.82,
+                "currentvalue": {"prefix": "τ = ", "font": {"size": 15}, "xanchor": "right"},
+                "pad": {"t": 40},
+                "steps": steps,
+            }
+        ],
+        updatemenus=[
+            {
+                "type": "buttons",
+                "direction": "left",
+                "x": 0,
+                "y": 0,
+                "xanchor": "left",
+                "yanchor": "top",
+                "pad": {"t": 50, "r": 10},
+                "buttons": [
+                    {
+                        "label": "▶ Play",
+                        "method": "animate",
+                        "args": [
+                            None,
+                            {
+                                "frame": {"duration": 450, "redraw": True},
+                                "fromcurrent": True,
+                                "transition": {"duration": 0},
+                            },
+                        ],
+                    },
+                    {
+                        "label": "❚❚",
+                        "method": "animate",
+                        "args": [[None], {"mode": "immediate", "frame": {"duration": 0, "redraw": False}}],
+                    },
+                ],
+            }
+        ],
+    )
+    return fig
+
+
+# ------------------------------------------------------------------ drawing on a page (Streamlit)
+
+GRID_HALF_WIDTH = 6  # temperatures each side of the current one: one decade of the slider's grid
+
+
+def tau_grid(tau: float, options: list[float], half_width: int = GRID_HALF_WIDTH) -> list[float]:
+    """Consecutive values of the server slider's grid centred on ``tau`` (so grid frames match slider values)."""
+    centre = min(range(len(options)), key=lambda i: abs(np.log(options[i] / tau)))
+    low = max(0, min(centre - half_width, len(options) - (2 * half_width + 1)))
+    return list(options[low : low + 2 * half_width + 1])
+
+
+@st.cache_data(show_spinner="Precomputing every temperature…", max_entries=16)
+def _views(
+    spec: object,
+    head: int,
+    device_name: str,
+    methods: tuple[str, ...],
+    params: tuple[tuple[str, tuple[tuple[str, object], ...]], ...],
+    taus: tuple[float, ...],
+    seed: int,
+    side: int,
+) -> ScrubViews:
+    import core.scrub
+    from ui import compute
+
+    dev = compute.resolve(device_name)
+    q, k, v = compute.tensors(spec, dev)  # type: ignore[arg-type]
+    head = min(max(head, 0), q.shape[0] - 1)
+    return core.scrub.temperature_views(
+        q[head],
+        k[head],
+        v[head],
+        list(methods),
+        list(taus),
+        params={m: compute._params_dict(p) for m, p in params},
+        seed=seed,
+        side=side,
+    )
+
+
+def scrubber_section(settings: object, methods: list[str], params: Mapping[str, Mapping[str, object]]) -> None:
+    """A toggle; when on, precompute every view on a temperature grid once and animate it in the browser."""
+    from ui import state
+    from ui.compute import params_key
+    from ui.sidebar import TAU_OPTIONS, method_label
+
+    s = settings  # ui.Settings
+    on = state.toggle(
+        "Scrub the temperature in the browser",
+        "scrub",
+        False,
+        help="Precomputes every view below at 13 temperatures in one batched call, then the slider and ▶ Play "
+        "move through them in your browser with no server round trip. The sidebar's τ still sets any other value.",
+    )
+    if not on or not methods:
+        return
+    side = int(
+        state.choice(
+            "Scrubber pixels",
+            "scrub_px",
+            [32, 48, 64, 96],
+            48,
+            help="Side of each map in the scrubber (block maximum). The payload grows with its square.",
+        )
+    )
+    taus = tau_grid(s.tau, list(TAU_OPTIONS))  # type: ignore[attr-defined]
+    key = tuple((m, params_key(dict(params.get(m, {})))) for m in methods)
+    try:
+        views = _views(s.spec, s.head, s.device_name, tuple(methods), key, tuple(taus), s.seed, side)  # type: ignore[attr-defined]
+    except ValueError as exc:  # core.ParameterError: n too large, a bad knob
+        st.error(f"Temperature scrubber: {exc}")
+        return
+    labels = {m: method_label(m) for m in methods}
+    start = int(np.argmin(np.abs(np.log(views.taus / s.tau))))  # type: ignore[attr-defined]
+    fig = scrub_figure(views, labels, start=start)
+    st.plotly_chart(fig, theme=None, key="scrubber_chart", width="stretch", config={"displaylogo": False})
+    st.caption(
+        f"{len(taus)} temperatures from τ = {taus[0]:g} to {taus[-1]:g}, head {s.head}, maps {side} × {side} "  # type: ignore[attr-defined]
+        f"(block {views.factor}): {views.payload_bytes() / 1e6:.2f} MB of numbers sent once; scrubbing needs no "
+        "server. Colours are fixed across frames: attention as log₁₀ weight, errors on one symmetric scale."
+    )
