@@ -294,9 +294,11 @@ def construction_sweep(
     target: Target = "nearest",
 ) -> list[ConstructionResult]:
     """``construction`` at every c (same samples for every c, so the curve is smooth)."""
-    return [
-        construction(d, n_points, c, samples=samples, seed=seed, distribution=distribution, target=target) for c in cs
-    ]
+    out = []
+    for c in cs:
+        check()  # the job's ambient token
+        out.append(construction(d, n_points, c, samples=samples, seed=seed, distribution=distribution, target=target))
+    return out
 
 
 # ------------------------------------------------------------------------------------------------ training

@@ -89,7 +89,7 @@ from ui.figures import (
     png_bytes,
     show_figure,
 )
-from ui.jobs import run_heavy
+from ui.jobs import estimate_seconds, run_heavy
 from ui.sidebar import (
     TAU_OPTIONS,
     Settings,
@@ -134,6 +134,7 @@ __all__ = [
     "device_control",
     "display",
     "downsample_caption",
+    "estimate_seconds",
     "explain",
     "finish",
     "float_slider",

@@ -39,6 +39,15 @@ LIGHT_SECONDS = 2.0  # estimated work below this runs at once in the page's own 
 POLL_SECONDS = 0.2  # how often a waiting page refreshes its status (and notices that it was stopped)
 WATCHDOG_SECONDS = 0.5  # how often the watchdog looks for jobs whose sessions have gone
 DEFAULT_JOB_SECONDS = 60.0
+# Attention-matrix entries a page's engine work gets through per second on the reference 2-core CPU: the
+# default 12-temperature sweep (12 x 4 heads x 512^2 x 4 passes = 5e7 entries) added about 1.6 s to a cold
+# Error vs entropy page in benchmarks/results/ui_timing.json. Only used to tell light work from heavy work.
+ELEMENTS_PER_SECOND = 3e7
+
+
+def estimate_seconds(elements: float) -> float:
+    """A rough run time for work touching ``elements`` attention entries (for ``run_heavy``'s light/heavy split)."""
+    return float(elements) / ELEMENTS_PER_SECOND
 
 
 def cores() -> int:
@@ -415,7 +424,7 @@ def run_heavy(
         result_cache.put_key(full, value)
         return value
 
-    widget = f"jobs_{name}"
+    widget = f"jobs_{full.replace(':', '_')[:40]}"  # one Cancel button per job, even with many on a page
     cancelled: set[str] = st.session_state.setdefault("_jobs_cancelled", set())
     if full in cancelled:
         if not st.button("Run it again", key=f"{widget}_again", icon=":material/replay:"):
