@@ -276,3 +276,23 @@ except ValueError as exc:
     at = AppTest.from_string(script, default_timeout=60).run()
     assert not at.exception
     assert [e.value for e in at.error] == ["could not run: n: must be at most 4096"]
+
+
+def test_a_class_opening_one_link_costs_one_computation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATTN_EXPLORER_CACHE_DIR", str(tmp_path / "cache"))
+    calls = tmp_path / "calls.txt"
+    script = PAGE.replace("time.sleep(0.05)", "time.sleep(0.5)").format(calls=str(calls), estimate=30.0)
+    outputs: list[list[str]] = []
+
+    def student() -> None:
+        at = AppTest.from_string(script, default_timeout=120).run()
+        outputs.append([m.value for m in at.markdown] + [str(e.value) for e in at.exception])
+
+    threads = [threading.Thread(target=student) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=180)
+    assert len(outputs) == 6
+    assert all("result [0, 1, 2]" in out for out in outputs), outputs
+    assert calls.read_text() == "x"  # six sessions at once, one computation
