@@ -296,3 +296,24 @@ def test_a_class_opening_one_link_costs_one_computation(tmp_path: Path, monkeypa
     assert len(outputs) == 6
     assert all("result [0, 1, 2]" in out for out in outputs), outputs
     assert calls.read_text() == "x"  # six sessions at once, one computation
+
+
+def test_light_work_never_waits_behind_heavy_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATTN_EXPLORER_CACHE_DIR", str(tmp_path / "cache"))
+    sched = jobs.scheduler()
+    gate = threading.Event()
+    blockers = [
+        sched.submit("blocker", f"blocker-{i}", gated([], "b", gate), f"other-{i}") for i in range(sched.slots + 2)
+    ]
+    try:
+        wait_for(lambda: all(b.state == "running" for b in blockers[: sched.slots]))
+        calls = tmp_path / "calls.txt"
+        start = time.monotonic()
+        at = AppTest.from_string(PAGE.format(calls=str(calls), estimate=0.5), default_timeout=60).run()
+        assert time.monotonic() - start < 20
+        assert any("result [0, 1, 2]" in m.value for m in at.markdown)
+        assert blockers[-1].state == "queued"  # every slot was still taken by the heavy jobs
+    finally:
+        gate.set()
+        for blocker in blockers:
+            assert blocker.done_event.wait(10)
