@@ -317,3 +317,28 @@ def test_light_work_never_waits_behind_heavy_work(tmp_path: Path, monkeypatch: p
         gate.set()
         for blocker in blockers:
             assert blocker.done_event.wait(10)
+
+
+def test_compare_at_large_n_runs_through_the_scheduler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ui import compute
+
+    monkeypatch.setenv("ATTN_EXPLORER_CACHE_DIR", str(tmp_path / "cache"))
+    spec = compute.InputSpec("clustered", 2048, 64, 4, 16, 0.3, 0)
+    assert compute.method_seconds(spec, "performer", {}) > jobs.LIGHT_SECONDS
+    assert compute.method_seconds(compute.InputSpec("clustered", 512, 64, 4, 16, 0.3, 0), "performer", {}) < 1
+    seen: list[str] = []
+    original = jobs.Scheduler.submit
+
+    def spy(self: jobs.Scheduler, name: str, *args: Any, **kwargs: Any) -> jobs.Job:
+        seen.append(name)
+        return original(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(jobs.Scheduler, "submit", spy)
+    at = AppTest.from_file(str(Path(__file__).parent.parent / "app.py"), default_timeout=300)
+    at.switch_page("pages/1_Compare.py")
+    at.query_params["n"] = "2048"
+    at.query_params["methods"] = "performer"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert seen == ["run_method"]
+    assert at.dataframe  # the metrics table was drawn from the job's result
