@@ -342,3 +342,36 @@ def test_compare_at_large_n_runs_through_the_scheduler(tmp_path: Path, monkeypat
     assert not at.exception, [e.value for e in at.exception]
     assert seen == ["run_method"]
     assert at.dataframe  # the metrics table was drawn from the job's result
+
+
+EXIT_SCRIPT = """
+import time
+from ui import jobs
+
+def forever(report):
+    while True:
+        report(0.5, "working")
+        time.sleep(0.01)
+
+job = jobs.scheduler().submit("forever", "forever", forever, "session")
+while job.state != "running":
+    time.sleep(0.01)
+print("running", flush=True)
+"""
+
+
+def test_process_exit_does_not_wait_for_running_jobs(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).parent.parent
+    env = {**os.environ, "ATTN_EXPLORER_JOB_SECONDS": "600", "ATTN_EXPLORER_CACHE_DIR": str(tmp_path / "c")}
+    env["PYTHONPATH"] = str(root)
+    start = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", EXIT_SCRIPT], cwd=root, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "running"
+    assert time.monotonic() - start < 60  # the job alone would have run for 600 s

@@ -312,11 +312,14 @@ class Scheduler:
                 if self._is_active(session_id) is False:
                     self.release(job, session_id, "the browser tab was closed")
 
-    def shutdown(self) -> None:
+    def cancel_all(self, reason: str = "the server is shutting down") -> None:
         self._closed.set()
         with self._lock:
             for job in self.jobs():
-                self._cancel(job, "the server is shutting down")
+                self._cancel(job, reason)
+
+    def shutdown(self) -> None:
+        self.cancel_all()
         self._executor.shutdown(wait=True, cancel_futures=True)
 
 
@@ -345,6 +348,11 @@ def scheduler() -> Scheduler:
     with _scheduler_lock:
         if _scheduler is None:
             _scheduler = Scheduler(store=_store_result)
+            # At interpreter exit the executor joins its workers; cancel first so a running job does not hold
+            # the exit for up to ATTN_EXPLORER_JOB_SECONDS (the same hook concurrent.futures itself uses).
+            register = getattr(threading, "_register_atexit", None)
+            if register is not None:
+                register(_scheduler.cancel_all)
         return _scheduler
 
 
