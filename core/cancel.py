@@ -31,10 +31,14 @@ class CancelToken:
         self._reason: str | None = None
         self._started = time.monotonic()
 
-    def start(self) -> None:
-        """Restart the deadline clock (a queued job's time limit counts from when it starts running)."""
+    def start(self, deadline: float | None = None) -> None:
+        """Restart the deadline clock, optionally setting the deadline (a queued job's limit counts from its start)."""
+        if deadline is not None and not deadline > 0:
+            raise ValueError(f"deadline must be a positive number of seconds, got {deadline!r}")
         with self._lock:
             self._started = time.monotonic()
+            if deadline is not None:
+                self.deadline = deadline
 
     def cancel(self, reason: str = "cancelled") -> None:
         with self._lock:

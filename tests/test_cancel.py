@@ -242,3 +242,15 @@ def test_deadline_stops_training_with_a_clear_message() -> None:
 def test_without_a_token_loops_run_to_the_end() -> None:
     result = rank_heads.train(8, 2, 1, 1, steps=20, device="cpu")
     assert len(result.train_loss) == 20
+
+
+def test_start_can_set_the_deadline() -> None:
+    token = CancelToken()
+    time.sleep(0.3)
+    token.start(0.2)  # no deadline while waiting; 0.2 s from now on
+    token.check()
+    time.sleep(0.3)
+    with pytest.raises(Cancelled, match="ATTN_EXPLORER_JOB_SECONDS"):
+        token.check()
+    with pytest.raises(ValueError, match="deadline"):
+        token.start(-1)

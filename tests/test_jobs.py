@@ -375,3 +375,16 @@ def test_process_exit_does_not_wait_for_running_jobs(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "running"
     assert time.monotonic() - start < 60  # the job alone would have run for 600 s
+
+
+def test_time_in_the_queue_does_not_count_against_the_limit(make_scheduler: Callable[..., jobs.Scheduler]) -> None:
+    sched = make_scheduler(1)
+    order: list[str] = []
+    gate = threading.Event()
+    first = sched.submit("work", "first", gated(order, "first", gate), "s1", deadline=5.0)
+    wait_for(lambda: first.state == "running")
+    queued = sched.submit("work", "queued", gated(order, "queued"), "s2", deadline=0.3)
+    time.sleep(0.5)  # longer than the queued job's own limit
+    gate.set()
+    assert queued.done_event.wait(10)
+    assert queued.state == "done" and order == ["first", "queued"]

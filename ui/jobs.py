@@ -110,7 +110,8 @@ class Job:
     key: str  # the full cache key (one job per key at a time)
     compute: Callable[[Report], Any]
     estimate: float | None
-    token: CancelToken
+    token: CancelToken  # no deadline while queued; ``limit`` is set when the job starts
+    limit: float
     owners: set[str] = field(default_factory=set)
     state: str = "queued"  # queued | running | done | failed | cancelled
     progress: float = 0.0
@@ -177,7 +178,7 @@ class Scheduler:
                     job.owners.add(session_id)
                 return job
             limit = job_seconds() if deadline is None else deadline
-            job = Job(name, key, compute, estimate, CancelToken(deadline=limit), {session_id}, id=next(_ids))
+            job = Job(name, key, compute, estimate, CancelToken(), limit, {session_id}, id=next(_ids))
             self._by_key[key] = job
             self._queues.setdefault(session_id, deque()).append(job)
             self._dispatch()
@@ -232,7 +233,7 @@ class Scheduler:
                     return
                 job.state = "running"
                 job.started = time.monotonic()
-                job.token.start()  # the time limit counts from the start, not from the queue
+                job.token.start(job.limit)  # the time limit counts from the start, not from the queue
                 self._running.add(job)
                 self._executor.submit(self._run, job)
 
