@@ -425,23 +425,22 @@ with tab_c:
     c_points = ui.int_slider("N for this panel", "cpoints", 2, 256, 16, help="Fact 1 draws N i.i.d. points.")
 
     def construction_curve(d: int, n: int, target: str) -> dict[str, Any]:
-        cs = np.geomspace(1, 4096, 13)
-        res = rh.construction_sweep(d, n, list(cs), samples=20_000, target=target)
-        hard = rh.full_rank_construction(d, n, math.inf, samples=20_000, target=target)
-        return {
-            "c": cs,
-            "error": np.array([r.error for r in res]),
-            "entropy": np.array([r.entropy for r in res]),
-            "hardmax": hard,
-        }
+        def work(job: Any) -> dict[str, Any]:  # on a worker thread; construction_sweep checks the job's token
+            cs = np.geomspace(1, 4096, 13)
+            res = rh.construction_sweep(d, n, list(cs), samples=20_000, target=target)
+            hard = rh.full_rank_construction(d, n, math.inf, samples=20_000, target=target)
+            return {
+                "c": cs,
+                "error": np.array([r.error for r in res]),
+                "entropy": np.array([r.entropy for r in res]),
+                "hardmax": hard,
+            }
 
-    cc = ui.run_heavy(
-        "rank_heads_construction",
-        (d, c_points, target),
-        lambda job: construction_curve(d, c_points, target),
-        ui.estimate_seconds(14 * 20_000 * c_points * (d + c_points)),
-        title="Evaluating the construction",
-    )
+        estimate = ui.estimate_seconds(14 * 20_000 * n * (d + n))
+        title = "Evaluating the construction"
+        return ui.run_heavy("rank_heads_construction", (d, n, target), work, estimate, title=title)
+
+    cc = construction_curve(d, c_points, target)
     fig_c = ui.line_figure(
         f"Fact 1 head: error against c (d = {d}, N = {c_points})",
         "inverse temperature c",

@@ -363,7 +363,7 @@ def _method_parts(
     return out
 
 
-def method_parts_heavy(
+def method_parts_scheduled(
     spec: InputSpec,
     beta: float,
     device_name: str,
@@ -372,22 +372,24 @@ def method_parts_heavy(
     seed: int,
     head: int,
     names: tuple[str, ...],
-    estimate_seconds: float | None,
-    title: str,
 ) -> dict[str, np.ndarray]:
-    """``method_parts`` for slow methods (robust PCA): through the scheduler, with a Cancel button.
+    """``method_parts``; heavy settings (robust PCA, large n) go through the scheduler, with a Cancel button.
 
     Same cache entry as ``method_parts`` (same name and key), so either path serves the other's result.
     """
-    from ui.jobs import run_heavy
+    from ui.jobs import LIGHT_SECONDS, run_heavy
 
+    one_head = InputSpec(**{**asdict(spec), "heads": 1})  # parts are computed for one head
+    estimate = method_seconds(one_head, method, _params_dict(params))
+    if estimate <= LIGHT_SECONDS:
+        return method_parts(spec, beta, device_name, method, params, seed, head, names)
     key = (spec, beta, device_name, method, params, seed, head, names, True)
     return run_heavy(
         "method_parts",
         key,
         lambda report: _method_parts(spec, beta, device_name, method, params, seed, head, names, True),
-        estimate_seconds,
-        title=title,
+        estimate,
+        title=f"Computing {method} at n = {spec.n}",
     )
 
 

@@ -113,7 +113,7 @@ class Settings:
     def parts(
         self, method: str, params: dict[str, Any], names: tuple[str, ...], head: int | None = None
     ) -> dict[str, np.ndarray]:
-        return compute.method_parts(
+        return compute.method_parts_scheduled(
             self.spec,
             self.beta,
             self.device_name,
