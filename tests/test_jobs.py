@@ -388,3 +388,28 @@ def test_time_in_the_queue_does_not_count_against_the_limit(make_scheduler: Call
     gate.set()
     assert queued.done_event.wait(10)
     assert queued.state == "done" and order == ["first", "queued"]
+
+
+def test_robust_pca_parts_run_through_the_scheduler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ui import compute
+
+    monkeypatch.setenv("ATTN_EXPLORER_CACHE_DIR", str(tmp_path / "cache"))
+    params = {"iterations": 60}
+    assert compute.method_seconds(compute.InputSpec("clustered", 256, 64, 1, 16, 0.3, 0), "rpca", params) > 2
+    assert compute.method_seconds(compute.InputSpec("clustered", 64, 64, 1, 16, 0.3, 0), "rpca", params) < 2
+    seen: list[str] = []
+    original = jobs.Scheduler.submit
+
+    def spy(self: jobs.Scheduler, name: str, *args: Any, **kwargs: Any) -> jobs.Job:
+        seen.append(name)
+        return original(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(jobs.Scheduler, "submit", spy)
+    at = AppTest.from_file(str(Path(__file__).parent.parent / "app.py"), default_timeout=300)
+    at.switch_page("pages/2_Sparse_plus_low_rank.py")
+    for key, value in {"n": "256", "rpca": "1", "f4_draws": "1"}.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert seen == ["method_parts"]
+    assert any("Parameters from the budget" in c.value for c in at.caption)  # the RPCA views were drawn
