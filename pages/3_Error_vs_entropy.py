@@ -249,7 +249,9 @@ else:
             spec = compute.InputSpec(**{**s.spec.__dict__, "layer": layer})
             exact = compute.exact(spec, s.beta, s.device_name)
             for method in chosen:
-                res = compute.run_method(spec, s.beta, s.device_name, method, ui.params_key(params[method]), s.seed)
+                res = compute.run_method_scheduled(
+                    spec, s.beta, s.device_name, method, ui.params_key(params[method]), s.seed
+                )
                 if res.error_message:
                     ui.notice(f"**{ui.method_label(method)}**: {res.error_message}")
                     continue
