@@ -44,6 +44,7 @@ def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[st
     # An empty result cache, so the link computes instead of being served from an earlier run.
     monkeypatch.setenv("ATTN_EXPLORER_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("ATTN_EXPLORER_JOB_SECONDS", "300")
+    monkeypatch.setenv("ATTN_EXPLORER_SLOTS", "1")
     with streamlit_server() as running:
         yield running.url, psutil.Process(running.process.pid)
 
@@ -96,3 +97,22 @@ def test_cancel_button_stops_the_job_and_offers_a_rerun(browser: Browser, server
         page.get_by_role("button", name="Cancel").wait_for(timeout=60_000)
     finally:
         context.close()
+
+
+def test_a_second_session_sees_its_place_in_the_queue(browser: Browser, server: tuple[str, psutil.Process]) -> None:
+    url, process = server
+    first, second = browser.new_context(viewport=VIEWPORT), browser.new_context(viewport=VIEWPORT)
+    try:
+        running = first.new_page()
+        running.goto(url + HEAVY_LINK)
+        running.get_by_role("button", name="Cancel").wait_for(timeout=120_000)
+        waiting = second.new_page()
+        waiting.goto(url + HEAVY_LINK.replace("n=768", "n=512"))  # other settings: a job of its own
+        waiting.get_by_text("number 1 in the queue", exact=False).first.wait_for(timeout=120_000)
+        assert running.get_by_text("The regime map", exact=False).first.is_visible()
+        first.close()  # the running job is cancelled and the waiting one starts
+        waiting.get_by_text("Done: 16 × 12 cells").first.wait_for(timeout=180_000)
+    finally:
+        second.close()
+        if first.pages:
+            first.close()
