@@ -21,6 +21,7 @@ import torch
 import core
 from core import device as core_device
 from core import metrics
+from ui import result_cache
 
 DISPLAY_MAX = 512  # largest side of a matrix sent to the browser
 CACHE_FULL_MAX_N = 1024  # above this n, cached results keep only block-reduced matrices
@@ -71,6 +72,10 @@ def real_token_count(text: str) -> int:
 @st.cache_data(show_spinner=False, max_entries=16)
 def load_inputs(spec: InputSpec) -> InputArrays:
     """q, k, v as float32 numpy arrays (H, n, d)."""
+    return result_cache.cached("inputs", spec, lambda: _load_inputs(spec))
+
+
+def _load_inputs(spec: InputSpec) -> InputArrays:
     if spec.source == "real":
         run = real_model(spec.text)
         return InputArrays(
@@ -151,6 +156,10 @@ def resolve(device_name: str) -> torch.device:
 
 @st.cache_data(show_spinner=False, max_entries=12)
 def exact(spec: InputSpec, beta: float, device_name: str) -> ExactResult:
+    return result_cache.cached("exact", (spec, beta, device_name), lambda: _exact(spec, beta, device_name))
+
+
+def _exact(spec: InputSpec, beta: float, device_name: str) -> ExactResult:
     dev = resolve(device_name)
     q, k, v = tensors(spec, dev)
     start = time.perf_counter()
@@ -209,6 +218,19 @@ def run_method(
     spec: InputSpec, beta: float, device_name: str, method: str, params: tuple[tuple[str, Any], ...], seed: int
 ) -> MethodResult:
     """One method on all heads; errors are measured against exact attention at the same beta."""
+    key = (spec, beta, device_name, method, params, seed)
+    hit = result_cache.get("run_method", key)
+    if hit is not None:
+        return hit
+    result = _run_method(spec, beta, device_name, method, params, seed)
+    if result.error_message is None:  # refusals are cheap to redo and may depend on the host's limits
+        result_cache.put("run_method", key, result)
+    return result
+
+
+def _run_method(
+    spec: InputSpec, beta: float, device_name: str, method: str, params: tuple[tuple[str, Any], ...], seed: int
+) -> MethodResult:
     dev = resolve(device_name)
     q, k, v = tensors(spec, dev)
     reference = exact(spec, beta, device_name)
@@ -253,6 +275,37 @@ def run_method(
     )
 
 
+def method_seconds(spec: InputSpec, method: str, params: dict[str, Any]) -> float:
+    """A rough run time of ``run_method`` (to tell light from heavy work; not a promise)."""
+    from ui.jobs import estimate_seconds
+
+    dense = estimate_seconds(8 * spec.heads * spec.n**2)  # the method, its dense matrix, exact, error maps
+    if method == "rpca":  # one n x n SVD per iteration and head
+        return dense + spec.heads * int(params.get("iterations", 60)) * (spec.n / 512) ** 3 * 0.5
+    if method == "learned_kernel":  # Adam steps
+        return dense + int(params.get("steps", 100)) * 0.02
+    return dense
+
+
+def run_method_scheduled(
+    spec: InputSpec, beta: float, device_name: str, method: str, params: tuple[tuple[str, Any], ...], seed: int
+) -> MethodResult:
+    """``run_method``; heavy settings (large n, robust PCA, training) go through the scheduler's queue."""
+    from ui.jobs import LIGHT_SECONDS, run_heavy
+
+    estimate = method_seconds(spec, method, _params_dict(params))
+    if estimate <= LIGHT_SECONDS:
+        return run_method(spec, beta, device_name, method, params, seed)
+    key = (spec, beta, device_name, method, params, seed)  # the same cache entry as run_method
+    return run_heavy(
+        "run_method",
+        key,
+        lambda report: _run_method(spec, beta, device_name, method, params, seed),
+        estimate,
+        title=f"Running {method} at n = {spec.n}",
+    )
+
+
 SIGNED_PARTS = ("sparse", "unnormalized_sparse")
 
 
@@ -273,6 +326,23 @@ def method_parts(
     With ``reduce``, matrices are block-reduced to at most DISPLAY_MAX per side (masks: any; signed parts:
     the entry of largest magnitude; others: max); the block size is returned under "factor".
     """
+    key = (spec, beta, device_name, method, params, seed, head, names, reduce)
+    return result_cache.cached(
+        "method_parts", key, lambda: _method_parts(spec, beta, device_name, method, params, seed, head, names, reduce)
+    )
+
+
+def _method_parts(
+    spec: InputSpec,
+    beta: float,
+    device_name: str,
+    method: str,
+    params: tuple[tuple[str, Any], ...],
+    seed: int,
+    head: int,
+    names: tuple[str, ...],
+    reduce: bool,
+) -> dict[str, np.ndarray]:
     dev = resolve(device_name)
     q, k, v = tensors(spec, dev)
     head = min(max(head, 0), q.shape[0] - 1)
@@ -291,6 +361,36 @@ def method_parts(
             array = block_reduce(array, factor, mode)
         out[name] = array
     return out
+
+
+def method_parts_scheduled(
+    spec: InputSpec,
+    beta: float,
+    device_name: str,
+    method: str,
+    params: tuple[tuple[str, Any], ...],
+    seed: int,
+    head: int,
+    names: tuple[str, ...],
+) -> dict[str, np.ndarray]:
+    """``method_parts``; heavy settings (robust PCA, large n) go through the scheduler, with a Cancel button.
+
+    Same cache entry as ``method_parts`` (same name and key), so either path serves the other's result.
+    """
+    from ui.jobs import LIGHT_SECONDS, run_heavy
+
+    one_head = InputSpec(**{**asdict(spec), "heads": 1})  # parts are computed for one head
+    estimate = method_seconds(one_head, method, _params_dict(params))
+    if estimate <= LIGHT_SECONDS:
+        return method_parts(spec, beta, device_name, method, params, seed, head, names)
+    key = (spec, beta, device_name, method, params, seed, head, names, True)
+    return run_heavy(
+        "method_parts",
+        key,
+        lambda report: _method_parts(spec, beta, device_name, method, params, seed, head, names, True),
+        estimate,
+        title=f"Computing {method} at n = {spec.n}",
+    )
 
 
 def full_attention(
