@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import random
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +12,9 @@ import pytest
 import torch
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+# Tests never read or fill the app's own result cache: a fresh shared-cache directory per test run.
+os.environ.setdefault("ATTN_EXPLORER_CACHE_DIR", tempfile.mkdtemp(prefix="attn-explorer-test-cache-"))
 
 # CI has 2 cores; a fixed count also keeps float reductions reproducible between machines.
 torch.set_num_threads(2)

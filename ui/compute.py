@@ -21,6 +21,7 @@ import torch
 import core
 from core import device as core_device
 from core import metrics
+from ui import result_cache
 
 DISPLAY_MAX = 512  # largest side of a matrix sent to the browser
 CACHE_FULL_MAX_N = 1024  # above this n, cached results keep only block-reduced matrices
@@ -71,6 +72,10 @@ def real_token_count(text: str) -> int:
 @st.cache_data(show_spinner=False, max_entries=16)
 def load_inputs(spec: InputSpec) -> InputArrays:
     """q, k, v as float32 numpy arrays (H, n, d)."""
+    return result_cache.cached("inputs", spec, lambda: _load_inputs(spec))
+
+
+def _load_inputs(spec: InputSpec) -> InputArrays:
     if spec.source == "real":
         run = real_model(spec.text)
         return InputArrays(
@@ -151,6 +156,10 @@ def resolve(device_name: str) -> torch.device:
 
 @st.cache_data(show_spinner=False, max_entries=12)
 def exact(spec: InputSpec, beta: float, device_name: str) -> ExactResult:
+    return result_cache.cached("exact", (spec, beta, device_name), lambda: _exact(spec, beta, device_name))
+
+
+def _exact(spec: InputSpec, beta: float, device_name: str) -> ExactResult:
     dev = resolve(device_name)
     q, k, v = tensors(spec, dev)
     start = time.perf_counter()
@@ -209,6 +218,19 @@ def run_method(
     spec: InputSpec, beta: float, device_name: str, method: str, params: tuple[tuple[str, Any], ...], seed: int
 ) -> MethodResult:
     """One method on all heads; errors are measured against exact attention at the same beta."""
+    key = (spec, beta, device_name, method, params, seed)
+    hit = result_cache.get("run_method", key)
+    if hit is not None:
+        return hit
+    result = _run_method(spec, beta, device_name, method, params, seed)
+    if result.error_message is None:  # refusals are cheap to redo and may depend on the host's limits
+        result_cache.put("run_method", key, result)
+    return result
+
+
+def _run_method(
+    spec: InputSpec, beta: float, device_name: str, method: str, params: tuple[tuple[str, Any], ...], seed: int
+) -> MethodResult:
     dev = resolve(device_name)
     q, k, v = tensors(spec, dev)
     reference = exact(spec, beta, device_name)
@@ -273,6 +295,23 @@ def method_parts(
     With ``reduce``, matrices are block-reduced to at most DISPLAY_MAX per side (masks: any; signed parts:
     the entry of largest magnitude; others: max); the block size is returned under "factor".
     """
+    key = (spec, beta, device_name, method, params, seed, head, names, reduce)
+    return result_cache.cached(
+        "method_parts", key, lambda: _method_parts(spec, beta, device_name, method, params, seed, head, names, reduce)
+    )
+
+
+def _method_parts(
+    spec: InputSpec,
+    beta: float,
+    device_name: str,
+    method: str,
+    params: tuple[tuple[str, Any], ...],
+    seed: int,
+    head: int,
+    names: tuple[str, ...],
+    reduce: bool,
+) -> dict[str, np.ndarray]:
     dev = resolve(device_name)
     q, k, v = tensors(spec, dev)
     head = min(max(head, 0), q.shape[0] - 1)

@@ -1,0 +1,185 @@
+"""The shared on-disk result cache: round trips, cross-process hits, the LRU size bound, bytes only, engine key."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import diskcache
+import numpy as np
+import pytest
+
+from ui import compute, result_cache
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    where = tmp_path / "cache"
+    monkeypatch.setenv("ATTN_EXPLORER_CACHE_DIR", str(where))
+    monkeypatch.delenv("ATTN_EXPLORER_CACHE_BYTES", raising=False)
+    yield where
+
+
+def small_spec(seed: int = 0) -> compute.InputSpec:
+    return compute.InputSpec("clustered", 64, 16, 2, 4, 0.3, seed)
+
+
+def test_method_result_round_trip(cache_dir: Path) -> None:
+    spec = small_spec()
+    result = compute._run_method(spec, 2.0, "cpu", "performer", (("features", 16),), 0)
+    assert result.error_message is None
+    assert result_cache.put("run_method", (spec, 2.0), result)
+    back = result_cache.get("run_method", (spec, 2.0))
+    assert isinstance(back, compute.MethodResult)
+    assert back.method == "performer" and back.params == result.params and back.info == result.info
+    assert back.memory == result.memory and back.flops == result.flops and back.seconds == result.seconds
+    np.testing.assert_array_equal(back.attention, result.attention)
+    np.testing.assert_array_equal(back.error, result.error)
+    for name, values in result.metrics.items():
+        np.testing.assert_array_equal(back.metrics[name], values)
+
+
+def test_nested_values_round_trip(cache_dir: Path) -> None:
+    value = {
+        "grid": np.arange(6, dtype=np.float32).reshape(2, 3),
+        (4, 2): [1, 2.5, float("nan"), float("-inf"), None, "x"],
+        "roles": (("sparse", "lsh"), ("low_rank", "performer")),
+        "flag": True,
+    }
+    result_cache.put("nested", "k", value)
+    back = result_cache.get("nested", "k")
+    np.testing.assert_array_equal(back["grid"], value["grid"])
+    assert back["grid"].dtype == np.float32
+    assert back["roles"] == value["roles"] and back["flag"] is True
+    row = back[(4, 2)]
+    assert row[:2] == [1, 2.5] and np.isnan(row[2]) and row[3] == float("-inf") and row[4:] == [None, "x"]
+
+
+def test_stored_value_is_npz_bytes_never_a_pickle(cache_dir: Path) -> None:
+    spec = small_spec()
+    result_cache.put("exact", spec, compute._exact(spec, 1.0, "cpu"))
+    raw = diskcache.Cache(str(cache_dir))
+    (key,) = list(raw.iterkeys())
+    stored = raw.get(key)
+    assert isinstance(stored, bytes)
+    assert stored[:2] == b"PK"  # a zip (npz) archive; a pickle starts with b"\x80"
+    with np.load(__import__("io").BytesIO(stored), allow_pickle=False) as archive:
+        meta = json.loads(archive["__meta__"].tobytes())
+    assert meta["__dc__"] == "ui.compute:ExactResult"
+
+
+def test_objects_that_are_not_plain_data_are_not_stored(cache_dir: Path) -> None:
+    class Opaque:
+        pass
+
+    assert not result_cache.put("opaque", 1, {"x": Opaque()})
+    assert result_cache.get("opaque", 1) is None
+    assert len(diskcache.Cache(str(cache_dir))) == 0
+
+
+def test_dataclasses_outside_the_project_are_refused(cache_dir: Path) -> None:
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Foreign:
+        x: int
+
+    Foreign.__module__ = "os"
+    assert not result_cache.put("foreign", 1, Foreign(1))
+    tampered = b'{"__dc__": "os:system", "fields": {}}'
+    buffer = __import__("io").BytesIO()
+    np.savez(buffer, __meta__=np.frombuffer(tampered, dtype=np.uint8))
+    with pytest.raises(ValueError, match="refusing"):
+        result_cache.decode(buffer.getvalue())
+
+
+def test_engine_version_is_in_the_key(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert len(result_cache.ENGINE_VERSION) == 16
+    before = result_cache.make_key("exact", (small_spec(), 1.0))
+    result_cache.put("exact", (small_spec(), 1.0), {"a": 1})
+    monkeypatch.setattr(result_cache, "ENGINE_VERSION", "0" * 16)
+    assert result_cache.make_key("exact", (small_spec(), 1.0)) != before
+    assert result_cache.get("exact", (small_spec(), 1.0)) is None
+
+
+def test_key_distinguishes_settings(cache_dir: Path) -> None:
+    keys = {
+        result_cache.make_key("exact", (small_spec(0), 1.0)),
+        result_cache.make_key("exact", (small_spec(1), 1.0)),
+        result_cache.make_key("exact", (small_spec(0), 1.0000000001)),
+        result_cache.make_key("run_method", (small_spec(0), 1.0)),
+    }
+    assert len(keys) == 4
+    assert result_cache.make_key("x", {"a": 1, "b": 2}) == result_cache.make_key("x", {"b": 2, "a": 1})
+
+
+def test_size_bound_evicts_least_recently_used(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATTN_EXPLORER_CACHE_BYTES", str(1_200_000))
+    rng = np.random.default_rng(0)
+    blobs = {name: rng.standard_normal(40_000) for name in "abcd"}  # 320 kB each
+    for name in "abc":
+        assert result_cache.put("blob", name, blobs[name])
+    assert result_cache.get("blob", "a") is not None  # a is now more recent than b
+    assert result_cache.put("blob", "d", blobs["d"])
+    assert result_cache.get("blob", "b") is None  # the least recently used one went
+    for name in "acd":
+        np.testing.assert_array_equal(result_cache.get("blob", name), blobs[name])
+    assert result_cache.stats()["size_bytes"] <= 1_200_000
+
+
+def test_cached_computes_once_and_counts_hits(cache_dir: Path) -> None:
+    calls = []
+
+    def work() -> dict[str, np.ndarray]:
+        calls.append(1)
+        return {"x": np.ones(3)}
+
+    result_cache.clear()
+    first = result_cache.cached("work", ("k", 1), work)
+    second = result_cache.cached("work", ("k", 1), work)
+    assert len(calls) == 1
+    np.testing.assert_array_equal(first["x"], second["x"])
+    stats = result_cache.stats()
+    assert stats["hits"] == 1 and stats["misses"] == 1 and stats["size_bytes"] > 0
+    assert diskcache.Cache(str(cache_dir)).stats() == (1, 1)  # readable by any process
+
+
+CHILD = """
+import sys, numpy as np
+from ui import compute, result_cache
+spec = compute.InputSpec("clustered", 64, 16, 2, 4, 0.3, 0)
+calls = []
+def work():
+    calls.append(1)
+    return compute._exact(spec, 1.5, "cpu")
+value = result_cache.cached("exact", (spec, 1.5, "cpu"), work)
+print(len(calls), float(value.entropy.sum()))
+"""
+
+
+def run_child(cache_dir: Path) -> tuple[int, float]:
+    env = {**os.environ, "ATTN_EXPLORER_CACHE_DIR": str(cache_dir), "PYTHONPATH": str(REPO_ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    computed, entropy = done.stdout.split()
+    return int(computed), float(entropy)
+
+
+def test_two_processes_share_hits(cache_dir: Path) -> None:
+    computed_first, entropy_first = run_child(cache_dir)
+    computed_second, entropy_second = run_child(cache_dir)
+    assert computed_first == 1 and computed_second == 0  # the second process was served the first's result
+    assert entropy_second == entropy_first
+    hits, misses = diskcache.Cache(str(cache_dir)).stats()
+    assert hits >= 1 and misses >= 1
+    # and this process reads it too
+    spec = small_spec()
+    assert isinstance(result_cache.get("exact", (spec, 1.5, "cpu")), compute.ExactResult)

@@ -1,0 +1,275 @@
+"""The shared on-disk result cache: identical settings are computed once and served to every session.
+
+A ``diskcache.Cache`` at ``ATTN_EXPLORER_CACHE_DIR`` (default ``<repo>/.cache/results``), shared by every server
+process on the host and kept across restarts. Bounded by ``ATTN_EXPLORER_CACHE_BYTES`` (default 1 GiB) with
+least-recently-used eviction. Statistics are on, so any process reads hits/misses with
+``diskcache.Cache(dir).stats()``.
+
+Values are stored as bytes only: one ``np.savez`` archive whose arrays hold the numbers and whose ``__meta__``
+entry is JSON describing the structure (dicts, lists, tuples, scalars, strings and dataclasses of ``core``/``ui``).
+Nothing is ever pickled or unpickled, so a tampered cache file cannot run code.
+
+Keys: sha256 of the JSON of (``ENGINE_VERSION``, name, canonical settings). ``ENGINE_VERSION`` is a hash of the
+source of ``core/``, ``ui/compute.py`` and ``pages/``, computed once at import: any change to the code that
+produces a result makes the old entries unreachable (they age out by LRU).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib
+import io
+import json
+import math
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import diskcache  # type: ignore[import-untyped]
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DIR = ROOT / ".cache" / "results"
+DEFAULT_BYTES = 1024**3
+META = "__meta__"
+_ALLOWED_MODULES = ("core", "ui")  # dataclasses are rebuilt only from the project's own modules
+
+T = TypeVar("T")
+
+
+def _engine_version() -> str:
+    digest = hashlib.sha256()
+    files = sorted((ROOT / "core").rglob("*.py")) + [ROOT / "ui" / "compute.py"] + sorted((ROOT / "pages").glob("*.py"))
+    for path in files:
+        if path.is_file():
+            digest.update(str(path.relative_to(ROOT)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+ENGINE_VERSION = _engine_version()
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("ATTN_EXPLORER_CACHE_DIR") or DEFAULT_DIR)
+
+
+def size_limit() -> int:
+    raw = os.environ.get("ATTN_EXPLORER_CACHE_BYTES")
+    if not raw:
+        return DEFAULT_BYTES
+    try:
+        value = int(float(raw))
+    except (ValueError, OverflowError):
+        return DEFAULT_BYTES
+    return max(value, 1)
+
+
+_lock = threading.Lock()
+_caches: dict[tuple[str, int], diskcache.Cache] = {}
+
+
+def get_cache() -> diskcache.Cache:
+    """This process's handle on the shared cache (one per directory and size bound)."""
+    where, limit = str(cache_dir()), size_limit()
+    with _lock:
+        cache = _caches.get((where, limit))
+        if cache is None:
+            # cull_limit=0: eviction is done here, one least-recently-used entry at a time, so a set never
+            # evicts more than it must (diskcache's own cull drops up to ten entries at once).
+            cache = diskcache.Cache(
+                where, size_limit=limit, eviction_policy="least-recently-used", cull_limit=0, statistics=1
+            )
+            cache.stats(enable=True)
+            _caches[(where, limit)] = cache
+        return cache
+
+
+# ------------------------------------------------------------------ keys
+
+
+def _canonical(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {f.name: _canonical(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {"__type__": type(value).__name__, **fields}
+    if isinstance(value, dict):
+        return {"__dict__": sorted(([_canonical(k), _canonical(v)] for k, v in value.items()), key=json.dumps)}
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    if isinstance(value, float):
+        return repr(value)  # exact, and nan/inf stay valid JSON
+    if isinstance(value, np.generic):
+        return _canonical(value.item())
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    raise TypeError(f"cache key part of type {type(value).__name__} is not a plain setting")
+
+
+def make_key(name: str, key: Any) -> str:
+    """The cache key of ``name`` at settings ``key`` (scalars, tuples, dicts, dataclasses) and this engine."""
+    text = json.dumps([ENGINE_VERSION, name, _canonical(key)], sort_keys=True)
+    return f"{name}:{hashlib.sha256(text.encode()).hexdigest()}"
+
+
+# ------------------------------------------------------------------ encoding (bytes only, never pickle)
+
+
+class _Encoder:
+    def __init__(self) -> None:
+        self.arrays: list[np.ndarray] = []
+
+    def array(self, tag: str, value: np.ndarray) -> dict[str, Any]:
+        if value.dtype.hasobject:
+            raise TypeError("object arrays are not cached")
+        self.arrays.append(np.ascontiguousarray(value))
+        return {tag: len(self.arrays) - 1}
+
+    def encode(self, value: Any) -> Any:
+        if value is None or isinstance(value, (bool, int, str)):
+            return value
+        if isinstance(value, float):
+            return value if math.isfinite(value) else {"__float__": repr(value)}
+        if isinstance(value, np.ndarray):
+            return self.array("__nd__", value)
+        if isinstance(value, torch.Tensor):
+            return self.array("__tensor__", value.detach().cpu().numpy())
+        if isinstance(value, np.generic):
+            return self.encode(value.item())
+        if isinstance(value, tuple):
+            return {"__tuple__": [self.encode(v) for v in value]}
+        if isinstance(value, list):
+            return [self.encode(v) for v in value]
+        if isinstance(value, dict):
+            return {"__dict__": [[self.encode(k), self.encode(v)] for k, v in value.items()]}
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            cls = type(value)
+            if cls.__module__.split(".")[0] not in _ALLOWED_MODULES:
+                raise TypeError(f"dataclass {cls.__qualname__} from {cls.__module__} is not cacheable")
+            fields = {f.name: self.encode(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init}
+            return {"__dc__": f"{cls.__module__}:{cls.__qualname__}", "fields": fields}
+        raise TypeError(f"a value of type {type(value).__name__} is not cacheable")
+
+
+def _decode(node: Any, arrays: Any) -> Any:
+    if isinstance(node, list):
+        return [_decode(v, arrays) for v in node]
+    if not isinstance(node, dict):
+        return node
+    if "__nd__" in node:
+        return arrays[f"a{node['__nd__']}"]
+    if "__tensor__" in node:
+        return torch.from_numpy(arrays[f"a{node['__tensor__']}"])
+    if "__float__" in node:
+        return float(node["__float__"])
+    if "__tuple__" in node:
+        return tuple(_decode(v, arrays) for v in node["__tuple__"])
+    if "__dict__" in node:
+        return {_decode(k, arrays): _decode(v, arrays) for k, v in node["__dict__"]}
+    if "__dc__" in node:
+        module_name, qualname = node["__dc__"].split(":")
+        if module_name.split(".")[0] not in _ALLOWED_MODULES:
+            raise ValueError(f"refusing to rebuild {node['__dc__']}")
+        cls: Any = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            cls = getattr(cls, part)
+        if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+            raise ValueError(f"{node['__dc__']} is not a dataclass")
+        return cls(**{k: _decode(v, arrays) for k, v in node["fields"].items()})
+    raise ValueError(f"unknown node {sorted(node)}")
+
+
+def encode(value: Any) -> bytes:
+    """``value`` as npz bytes (raises TypeError for values that are not plain data)."""
+    encoder = _Encoder()
+    meta = json.dumps(encoder.encode(value))
+    buffer = io.BytesIO()
+    payload: dict[str, Any] = {f"a{i}": a for i, a in enumerate(encoder.arrays)}
+    payload[META] = np.frombuffer(meta.encode(), dtype=np.uint8)
+    np.savez(buffer, **payload)
+    return buffer.getvalue()
+
+
+def decode(data: bytes) -> Any:
+    with np.load(io.BytesIO(data), allow_pickle=False) as archive:
+        arrays = {name: archive[name] for name in archive.files}
+    meta = json.loads(arrays.pop(META).tobytes().decode())
+    return _decode(meta, arrays)
+
+
+# ------------------------------------------------------------------ get / put
+
+
+def get(name: str, key: Any) -> Any | None:
+    """The cached value, or None on a miss (or an unreadable entry, which is dropped)."""
+    cache = get_cache()
+    full = make_key(name, key)
+    try:
+        data = cache.get(full, default=None, retry=True)
+    except diskcache.Timeout:
+        return None
+    if not isinstance(data, bytes):
+        return None
+    try:
+        return decode(data)
+    except (ValueError, KeyError, TypeError, OSError, AttributeError, ImportError):
+        cache.delete(full, retry=True)
+        return None
+
+
+def put(name: str, key: Any, value: Any) -> bool:
+    """Store ``value``; False when it is not plain data or larger than the whole bound (then nothing is stored)."""
+    try:
+        data = encode(value)
+    except TypeError:
+        return False
+    cache = get_cache()
+    limit = size_limit()
+    if len(data) > limit // 2:
+        return False
+    try:
+        cache.set(make_key(name, key), data, retry=True)
+        _evict(cache, limit)
+    except diskcache.Timeout:
+        return False
+    return True
+
+
+def _evict(cache: diskcache.Cache, limit: int) -> None:
+    """Drop least-recently-used entries, one at a time, until the cache fits its bound."""
+    while cache.volume() > limit:
+        with cache.transact(retry=True):
+            row = cache._sql("SELECT key, raw FROM Cache ORDER BY access_time LIMIT 1").fetchone()
+        if row is None:
+            return
+        stored, raw = row
+        key = cache._disk.get(stored, raw)
+        if not cache.delete(key, retry=True):
+            return
+
+
+def cached(name: str, key: Any, compute: Callable[[], T]) -> T:
+    """``compute()`` through the shared cache (computed once per settings and engine version)."""
+    hit = get(name, key)
+    if hit is not None:
+        return hit
+    value = compute()
+    put(name, key, value)
+    return value
+
+
+def stats() -> dict[str, int]:
+    """Hits and misses counted by every process on this cache, and its size in bytes."""
+    cache = get_cache()
+    hits, misses = cache.stats()
+    return {"hits": int(hits), "misses": int(misses), "size_bytes": int(cache.volume())}
+
+
+def clear() -> None:
+    """Empty the cache and reset its statistics."""
+    cache = get_cache()
+    cache.clear(retry=True)
+    cache.stats(enable=True, reset=True)
