@@ -100,13 +100,13 @@ def test_sessions_through_the_proxy_stay_on_one_replica_and_spread_over_both(
         again = response.headers.get("set-cookie", "")
         assert COOKIE not in again, f"the sticky cookie must be set once, not on every response: {again}"
         wait_for_app(page)
-        expect(page.locator("[data-testid='stPlotlyChart']").first).to_be_visible()
+        expect(page.locator("[data-testid='stPlotlyChart']").first).to_be_visible(timeout=60_000)
         assert page.get_by_role("slider", name="Sequence length n").input_value() == "64"
         # A changed link on the same session: the new slider value is applied and the page recomputes.
         page.goto(f"{proxied.url}/Compare?n=96&heads=1&methods=performer&tau=0.5")
         wait_for_app(page)
         assert page.get_by_role("slider", name="Sequence length n").input_value() == "96"
-        expect(page.locator("[data-testid='stPlotlyChart']").first).to_be_visible()
+        expect(page.locator("[data-testid='stPlotlyChart']").first).to_be_visible(timeout=60_000)
         save_screenshot(page, f"proxy_{name}_browser")
         context.close()  # closes the websocket; nginx logs a websocket when it ends
 
@@ -140,7 +140,7 @@ def test_a_link_computed_on_one_replica_is_a_cache_hit_on_the_other(browser: Bro
     page = first.new_page()
     page.goto(link)
     wait_for_app(page)
-    expect(page.locator("[data-testid='stPlotlyChart']").first).to_be_visible()
+    expect(page.locator("[data-testid='stPlotlyChart']").first).to_be_visible(timeout=60_000)
     computed = _cache_stats(proxied.cache_dir)
     first.close()
     assert computed[1] > before[1], f"the first replica computed the link without a cache miss: {before} -> {computed}"
@@ -148,7 +148,7 @@ def test_a_link_computed_on_one_replica_is_a_cache_hit_on_the_other(browser: Bro
     page = second.new_page()
     page.goto(link)
     wait_for_app(page)
-    expect(page.locator("[data-testid='stPlotlyChart']").first).to_be_visible()
+    expect(page.locator("[data-testid='stPlotlyChart']").first).to_be_visible(timeout=60_000)
     reused = _cache_stats(proxied.cache_dir)
     second.close()
     assert reused[0] > computed[0], (
