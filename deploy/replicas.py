@@ -6,9 +6,10 @@
 
 The launcher starts N ``streamlit run app.py`` processes on free 127.0.0.1 ports, all with the same
 ``ATTN_EXPLORER_CACHE_DIR`` (so a result computed by one is a cache hit on the others) and the same cookie secret,
-renders ``deploy/nginx.conf.template`` into a run directory, starts ``nginx`` there as an unprivileged foreground
+renders ``deploy/nginx.conf.template`` into a run directory, starts ``nginx`` there as a foreground (no root needed)
 process, waits until every replica and the proxy answer ``/_stcore/health``, and on exit (Ctrl-C, SIGTERM, or
-leaving the ``deployment()`` context) stops nginx and every replica's process group.
+leaving the ``deployment()`` context) stops nginx and every replica's process group. Each replica gets
+``OMP_NUM_THREADS`` = cores / replicas (unless already set), so N replicas do not oversubscribe the CPU.
 """
 
 from __future__ import annotations
@@ -209,6 +210,10 @@ def deployment(
             "STREAMLIT_SERVER_COOKIE_SECRET": secrets.token_hex(32),
             "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false",
         }
+        # Replicas share the cores: each gets its slice of torch threads unless the caller chose a count.
+        threads = str(max(1, len(os.sched_getaffinity(0)) // replicas))
+        env.setdefault("OMP_NUM_THREADS", threads)
+        env.setdefault("MKL_NUM_THREADS", env["OMP_NUM_THREADS"])
         result = Deployment(url="", run_dir=run_dir, cache_dir=cache_dir)
         stack.callback(_stop_all, result)
         for _ in range(replicas):

@@ -252,3 +252,39 @@ def test_compose_wires_two_replicas_one_cache_volume_and_the_current_nginx_confi
 def test_ci_installs_nginx_for_the_proxy_test() -> None:
     ci = (REPO_ROOT / ".ci" / "run").read_text()
     assert "/usr/sbin/nginx" in ci and re.search(r"apt-get install -y\b.*\bnginx\b", ci)
+
+
+@pytest.mark.slow
+def test_replica_launcher_serves_through_nginx_and_stops_everything_on_sigterm(tmp_path: Path) -> None:
+    import signal
+    import time
+    import urllib.request
+
+    from deploy.replicas import healthy
+
+    _nginx_or_skip()
+    command = [sys.executable, "-m", "deploy.replicas", "--replicas", "1", "--port", "0"]
+    command += ["--run-dir", str(tmp_path / "run"), "--cache-dir", str(tmp_path / "cache")]
+    launcher = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert launcher.stdout is not None
+        line = launcher.stdout.readline()  # printed once every replica and the proxy answer /_stcore/health
+        match = re.match(r"serving (http://127\.0\.0\.1:\d+) -> (127\.0\.0\.1:\d+);", line)
+        assert match, f"unexpected launcher output {line!r}"
+        proxy, replica = match.group(1), "http://" + match.group(2)
+        with urllib.request.urlopen(proxy + "/_stcore/health", timeout=10) as response:
+            cookies = response.headers.get_all("Set-Cookie") or []
+            assert response.status == 200 and any(c.startswith("ae_replica=") for c in cookies), cookies
+        nginx_pid = int((tmp_path / "run" / "nginx.pid").read_text())
+        launcher.send_signal(signal.SIGTERM)
+        assert launcher.wait(timeout=60) == 128 + signal.SIGTERM
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.wait()
+    deadline = time.monotonic() + 10
+    while (healthy(proxy) or healthy(replica)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not healthy(proxy) and not healthy(replica), "the proxy or the replica still answers after SIGTERM"
+    with pytest.raises(ProcessLookupError):
+        os.kill(nginx_pid, 0)
