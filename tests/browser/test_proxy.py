@@ -87,7 +87,7 @@ def wait_for_log(running: Deployment, predicate: Any, timeout_s: float = 20.0) -
 
 
 def test_sessions_through_the_proxy_stay_on_one_replica_and_spread_over_both(
-    browser: Browser, proxied: Deployment
+    browser: Browser, proxied: Deployment, tmp_path: Path
 ) -> None:
     first, first_key, first_backend = new_browser_on_a_replica(browser, proxied)
     second, second_key, second_backend = new_browser_on_a_replica(browser, proxied, avoid=first_backend)
@@ -107,6 +107,13 @@ def test_sessions_through_the_proxy_stay_on_one_replica_and_spread_over_both(
         wait_for_app(page)
         assert page.get_by_role("slider", name="Sequence length n").input_value() == "96"
         expect(page.locator("[data-testid='stPlotlyChart']").first).to_be_visible(timeout=60_000)
+        # An upload (a settings file) is a separate HTTP request that must reach the session's own replica.
+        settings = tmp_path / f"{name}.json"
+        settings.write_text(json.dumps({"version": 1, "page": "Compare", "params": {"n": "112"}}))
+        page.locator("[data-testid='stSidebar'] input[type='file']").set_input_files(str(settings))
+        wait_for_app(page)
+        expect(page.get_by_text("Loaded 1 setting(s) from the file.")).to_be_visible(timeout=30_000)
+        assert page.get_by_role("slider", name="Sequence length n").input_value() == "112"
         save_screenshot(page, f"proxy_{name}_browser")
         context.close()  # closes the websocket; nginx logs a websocket when it ends
 
@@ -120,6 +127,7 @@ def test_sessions_through_the_proxy_stay_on_one_replica_and_spread_over_both(
         assert served_by == {backend}, f"one browser's requests went to {served_by}, not only {backend}"
         requests = [e["request"] for e in log_entries(proxied) if e["key"] == key]
         assert any("/static/" in r for r in requests) and len(requests) >= 5, requests
+        assert any("/_stcore/upload_file/" in r for r in requests), f"no upload through the proxy: {requests}"
 
 
 def _cache_stats(cache_dir: Path) -> tuple[int, int]:
