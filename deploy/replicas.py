@@ -200,6 +200,12 @@ def deployment(
         if run_dir is None:
             run_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="attn-replicas-")))
         run_dir.mkdir(parents=True, exist_ok=True)
+        temp_dir = run_dir
+        if os.geteuid() == 0:
+            # Started as root, nginx's workers run as `nobody`: request bodies they buffer (uploads) need a
+            # directory nobody can reach, which a private run dir (mode 700 parents) is not.
+            temp_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="attn-nginx-temp-")))
+            temp_dir.chmod(0o755)
         if cache_dir is None:
             cache_dir = Path(os.environ.get("ATTN_EXPLORER_CACHE_DIR") or DEFAULT_CACHE_DIR)
         cache_dir.mkdir(parents=True, exist_ok=True)
@@ -239,7 +245,7 @@ def deployment(
                 f"{address}:{listen_port}",
                 error_log=str(run_dir / "error.log"),
                 access_log=str(run_dir / "access.log"),
-                temp_dir=str(run_dir),
+                temp_dir=str(temp_dir),
             )
         )
         checked = check_nginx_conf(conf, run_dir)
