@@ -8,8 +8,9 @@ The launcher starts N ``streamlit run app.py`` processes on free 127.0.0.1 ports
 ``ATTN_EXPLORER_CACHE_DIR`` (so a result computed by one is a cache hit on the others) and the same cookie secret,
 renders ``deploy/nginx.conf.template`` into a run directory, starts ``nginx`` there as a foreground (no root needed)
 process, waits until every replica and the proxy answer ``/_stcore/health``, and on exit (Ctrl-C, SIGTERM, or
-leaving the ``deployment()`` context) stops nginx and every replica's process group. Each replica gets
-``OMP_NUM_THREADS`` = cores / replicas (unless already set), so N replicas do not oversubscribe the CPU.
+leaving the ``deployment()`` context) stops nginx and every replica's process group. Each replica is pinned to its
+own share of the cores (``taskset``; ``--no-pin`` to let all replicas use every core), so the replicas' job
+schedulers together do not oversubscribe the CPU.
 """
 
 from __future__ import annotations
@@ -88,6 +89,26 @@ def check_nginx_conf(conf: Path, run_dir: Path) -> subprocess.CompletedProcess[s
     """``nginx -t`` on ``conf``: returncode 0 when nginx accepts it; its verdict is in stderr."""
     command = nginx_command(conf, run_dir, "-t", "-g", f"pid {run_dir / 'nginx.pid'};")
     return subprocess.run(command, capture_output=True, text=True, timeout=30)
+
+
+def core_shares(replicas: int) -> list[list[int] | None]:
+    """The cores each replica is pinned to: disjoint, contiguous shares of this process's cores.
+
+    Each replica's job scheduler (ui/jobs.py) sizes its slots and torch threads from the cores it sees, so without
+    pinning N replicas would each plan for every core and oversubscribe them N times. ``None`` (no pinning) when
+    there are fewer cores than replicas or no ``taskset``.
+    """
+    cores = sorted(os.sched_getaffinity(0))
+    if replicas > len(cores) or shutil.which("taskset") is None:
+        return [None] * replicas
+    base, extra = divmod(len(cores), replicas)
+    shares: list[list[int] | None] = []
+    start = 0
+    for index in range(replicas):
+        size = base + (1 if index < extra else 0)
+        shares.append(cores[start : start + size])
+        start += size
+    return shares
 
 
 def free_port(address: str = "127.0.0.1") -> int:
@@ -190,8 +211,12 @@ def deployment(
     run_dir: Path | None = None,
     python: str = sys.executable,
     timeout_s: float = START_TIMEOUT_S,
+    pin: bool = True,
 ) -> Iterator[Deployment]:
-    """Start ``replicas`` app processes and nginx on ``address:port`` (0: a free port); stop all of them on exit."""
+    """Start ``replicas`` app processes and nginx on ``address:port`` (0: a free port); stop all of them on exit.
+
+    With ``pin``, each replica runs on its own share of the cores (see ``core_shares``).
+    """
     if not 1 <= replicas <= 64:
         raise ValueError(f"replicas: {replicas} is outside 1..64")
     if not 0 <= port < 65536:
@@ -216,15 +241,13 @@ def deployment(
             "STREAMLIT_SERVER_COOKIE_SECRET": secrets.token_hex(32),
             "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false",
         }
-        # Replicas share the cores: each gets its slice of torch threads unless the caller chose a count.
-        threads = str(max(1, len(os.sched_getaffinity(0)) // replicas))
-        env.setdefault("OMP_NUM_THREADS", threads)
-        env.setdefault("MKL_NUM_THREADS", env["OMP_NUM_THREADS"])
+        shares = core_shares(replicas) if pin else [None] * replicas
         result = Deployment(url="", run_dir=run_dir, cache_dir=cache_dir)
         stack.callback(_stop_all, result)
-        for _ in range(replicas):
+        for share in shares:
             replica_port = free_port()
-            command = [python, "-m", "streamlit", "run", "app.py", "--server.headless", "true"]
+            command = ["taskset", "--cpu-list", ",".join(map(str, share))] if share else []
+            command += [python, "-m", "streamlit", "run", "app.py", "--server.headless", "true"]
             command += ["--server.address", "127.0.0.1", "--server.port", str(replica_port)]
             command += ["--server.fileWatcherType", "none"]
             result.replicas.append(
@@ -276,6 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--address", default="127.0.0.1", help="the proxy's address (0.0.0.0 to serve the LAN)")
     parser.add_argument("--cache-dir", type=Path, help="shared result cache (default $ATTN_EXPLORER_CACHE_DIR)")
     parser.add_argument("--run-dir", type=Path, help="where the config, logs and pid go (default: a temp dir)")
+    parser.add_argument("--no-pin", action="store_true", help="do not pin each replica to its share of the cores")
     parser.add_argument("--print-config", action="store_true", help="print an nginx config and exit")
     parser.add_argument("--server", action="append", default=[], help="with --print-config: a backend host:port")
     parser.add_argument("--listen", default="80", help="with --print-config: the listen directive's value")
@@ -297,7 +321,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     signal.signal(signal.SIGTERM, _raise_on_sigterm)
     with deployment(
-        args.replicas, args.port, address=args.address, cache_dir=args.cache_dir, run_dir=args.run_dir
+        args.replicas,
+        args.port,
+        address=args.address,
+        cache_dir=args.cache_dir,
+        run_dir=args.run_dir,
+        pin=not args.no_pin,
     ) as d:
         print(f"serving {d.url} -> {', '.join(d.backends)}; cache {d.cache_dir}; logs {d.run_dir}", flush=True)
         try:

@@ -288,3 +288,16 @@ def test_replica_launcher_serves_through_nginx_and_stops_everything_on_sigterm(t
     assert not healthy(proxy) and not healthy(replica), "the proxy or the replica still answers after SIGTERM"
     with pytest.raises(ProcessLookupError):
         os.kill(nginx_pid, 0)
+
+
+def test_replicas_get_disjoint_shares_of_the_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    import deploy.replicas as replicas
+
+    monkeypatch.setattr(replicas.os, "sched_getaffinity", lambda pid: set(range(2, 10)))
+    monkeypatch.setattr(replicas.shutil, "which", lambda name: f"/usr/bin/{name}")
+    assert replicas.core_shares(1) == [list(range(2, 10))]
+    assert replicas.core_shares(2) == [[2, 3, 4, 5], [6, 7, 8, 9]]
+    assert replicas.core_shares(3) == [[2, 3, 4], [5, 6, 7], [8, 9]]
+    assert replicas.core_shares(9) == [None] * 9  # more replicas than cores: they share every core
+    monkeypatch.setattr(replicas.shutil, "which", lambda name: None)
+    assert replicas.core_shares(2) == [None, None]

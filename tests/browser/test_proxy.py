@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from playwright.sync_api import expect
 
-from deploy.replicas import COOKIE, Deployment, deployment, nginx_binary
+from deploy.replicas import COOKIE, Deployment, core_shares, deployment, nginx_binary
 
 from .conftest import IN_CI
 from .helpers import VIEWPORT, save_screenshot, wait_for_app
@@ -89,6 +89,10 @@ def wait_for_log(running: Deployment, predicate: Any, timeout_s: float = 20.0) -
 def test_sessions_through_the_proxy_stay_on_one_replica_and_spread_over_both(
     browser: Browser, proxied: Deployment, tmp_path: Path
 ) -> None:
+    # Each replica runs on its own share of the cores (when there are enough cores and taskset).
+    for replica, share in zip(proxied.replicas, core_shares(len(proxied.replicas)), strict=True):
+        assert os.sched_getaffinity(replica.process.pid) == set(share or os.sched_getaffinity(0)), replica.name
+
     first, first_key, first_backend = new_browser_on_a_replica(browser, proxied)
     second, second_key, second_backend = new_browser_on_a_replica(browser, proxied, avoid=first_backend)
     assert first_backend != second_backend and first_key != second_key
