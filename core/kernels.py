@@ -33,6 +33,7 @@ from core.approximators.performer import (
     linear_attention,
     performer_features,
 )
+from core.cancel import check
 from core.device import cpu_threads
 from core.errors import ParameterError
 
@@ -195,6 +196,7 @@ def kernel_mse_monte_carlo(
     pieces = []
     with cpu_threads(1):
         for start in range(0, draws, chunk):
+            check()
             count = min(chunk, draws - start)
             projection = _stacked_projection(count, rows, d, orthogonal, generator)
             phi_x = performer_features(x, projection, kernel, one, per_row_shift=True)
@@ -317,6 +319,7 @@ def entry_error_by_size(
     for kernel, orthogonal in variants:
         rel = []
         for r in range(redraws):
+            check()
             approx, _ = _performer_attention(q, k, v, scale, features, kernel, orthogonal, seed + r)
             rel.append(((approx.to(torch.float64) - exact).abs() / exact.clamp_min(1e-300)).flatten())
         stacked = torch.stack(rel)  # (redraws, entries)
@@ -356,6 +359,7 @@ def trig_nonpositive_fraction(
     for i, m in enumerate(features):
         total = torch.zeros(count, dtype=torch.float64)
         for r in range(redraws):
+            check()
             inputs = prepare_inputs(q_all, k_all, k_all[..., :1], scale_t, seed + r)
             phi_q, phi_k = feature_pair(inputs, m, "trig", orthogonal)
             _, denominator = linear_attention(phi_q, phi_k, inputs.v)
@@ -404,6 +408,7 @@ def attention_error_vs_features(
         for m in features:
             tvs, errs = [], []
             for r in range(redraws):
+                check()
                 approx, output = _performer_attention(q, k, v, scale, m, kernel, orthogonal, seed + r)
                 tvs.append(mean_row_tv(approx, exact_attention))
                 diff = (output.to(torch.float64) - exact_output.to(torch.float64)).norm()
@@ -482,6 +487,7 @@ def compare_kernels(
 
     tvs, kls, held = [], [], []
     for r in range(performer_redraws):
+        check()
         params: dict[str, Any] = {"seed": seed + r, "features": features, "kernel": "positive", "orthogonal": True}
         fit_attention = approximate("performer", fit_on.q, fit_on.k, fit_on.v, scale=scale, **params).attention()
         tv, kl = _tv_and_kl(fit_attention, exact_fit)
@@ -572,6 +578,7 @@ def penalty_sweep(
     exact = approximate("exact", q, k, v, scale=scale).attention()
     tvs, kls, svs = [], [], []
     for lam in penalties:
+        check()
         result = approximate(
             "learned_kernel",
             q,

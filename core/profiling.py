@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from core.cancel import CancelToken, check
 from core.device import synchronize
 
 
@@ -341,6 +342,7 @@ def scaling_run(
     memory_limit_bytes: float = 2**30,
     repeats: int = 3,
     progress: Callable[[float, str], None] | None = None,
+    cancel: CancelToken | None = None,
 ) -> list[ScalingPoint]:
     """Time and memory of each method over increasing n, stopping before the limits.
 
@@ -367,6 +369,7 @@ def scaling_run(
     for n in sizes:
         x: Any = None
         for method in methods:
+            check(cancel)
             done += 1
             point = ScalingPoint(method, n, {})
             max_n = registry.get(method).max_n

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 import torch
 
+from core.cancel import CancelToken, check
 from core.device import cpu_threads, describe, resolve_device, synchronize
 from core.errors import ParameterError
 
@@ -293,9 +294,11 @@ def construction_sweep(
     target: Target = "nearest",
 ) -> list[ConstructionResult]:
     """``construction`` at every c (same samples for every c, so the curve is smooth)."""
-    return [
-        construction(d, n_points, c, samples=samples, seed=seed, distribution=distribution, target=target) for c in cs
-    ]
+    out = []
+    for c in cs:
+        check()  # the job's ambient token
+        out.append(construction(d, n_points, c, samples=samples, seed=seed, distribution=distribution, target=target))
+    return out
 
 
 # ------------------------------------------------------------------------------------------------ training
@@ -419,6 +422,7 @@ def train(
     eval_every: int | None = None,
     test_samples: int = TEST_SAMPLES,
     progress: ProgressFn | None = None,
+    cancel: CancelToken | None = None,
 ) -> TrainResult:
     """Train one layer of ``heads`` rank-``rank`` heads on the nearest-neighbour target.
 
@@ -427,6 +431,7 @@ def train(
     points, fixed seed) is the same for every training seed. ``distribution="auto"`` uses orthonormal targets (the
     theory's D_N) when N <= d and i.i.d. uniform points otherwise. ``progress(step, steps)`` is called at each
     evaluation. ``.curve`` holds the held-out error every ``eval_every`` steps (20 evaluations by default).
+    ``cancel`` (else the thread's ambient token) is checked before every step.
     """
     d, n_points, rank, heads, steps, target_name, dist, batch = check_train_args(
         d, n_points, rank, heads, steps, target, distribution, batch
@@ -456,6 +461,7 @@ def train(
             eval_every,
             test_samples,
             progress,
+            cancel,
         )
 
 
@@ -474,6 +480,7 @@ def _train(
     eval_every: int,
     test_samples: int,
     progress: ProgressFn | None,
+    cancel: CancelToken | None,
 ) -> TrainResult:
     dtype = torch.float32
 
@@ -495,6 +502,7 @@ def _train(
     synchronize(dev)
     start = time.perf_counter()
     for step in range(steps):
+        check(cancel)
         x, y = sample_points(batch, d, n_points, dist, data_gen)
         truth = target_points(x, y, target)
         x, y, truth = x.to(dev, dtype), y.to(dev, dtype), truth.to(dev, dtype)
@@ -654,6 +662,7 @@ def train_grid(
     cells = check_grid(d, n_points, ranks, heads, steps, seeds=seeds, batch=kwargs.get("batch", DEFAULT_BATCH))
     out: dict[tuple[int, int], TrainResult] = {}
     for index, (rank, h) in enumerate(cells):
+        check(kwargs.get("cancel"))
         out[(rank, h)] = train_best_of(d, n_points, rank, h, steps, seeds=seeds, device=device, target=target, **kwargs)
         if progress is not None:
             progress(index + 1, len(cells), (rank, h))

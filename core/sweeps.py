@@ -19,6 +19,7 @@ from core import data as data_module
 from core import metrics, registry
 from core.approximation import approximate
 from core.budget import budget_params
+from core.cancel import CancelToken, check
 from core.errors import ParameterError
 
 Progress = Callable[[float, str], None]
@@ -96,6 +97,7 @@ def error_vs_entropy(
     seed: int = 0,
     method_params: Mapping[str, Mapping[str, Any]] | None = None,
     progress: Progress | None = None,
+    cancel: CancelToken | None = None,
 ) -> SweepResult:
     """Each method's error against exact attention at every temperature, at an equal memory budget.
 
@@ -120,6 +122,7 @@ def error_vs_entropy(
     # Exact attention at every temperature comes from one q k^T.
     unscaled_logits = q @ k.transpose(-1, -2)
     for start in range(0, len(beta_values), per_chunk):
+        check(cancel)
         chunk = beta_values[start : start + per_chunk]
         scale = torch.as_tensor(chunk, dtype=q.dtype, device=q.device).reshape(-1, *lead)
         stack = [x.unsqueeze(0).expand(len(chunk), *x.shape) for x in (q, k, v)]
@@ -130,6 +133,7 @@ def error_vs_entropy(
         done += 1
         _report(progress, done, total_steps, "exact attention")
         for name in names:
+            check(cancel)
             result = approximate(name, *stack, scale=scale, seed=seed, **params[name])
             attention_error = metrics.relative_frobenius_error(result.attention(), exact_attention)
             output_error = metrics.relative_output_error(result.output, exact_output)
@@ -198,6 +202,7 @@ def regime_map(
     method_params: Mapping[str, Mapping[str, Any]] | None = None,
     device: torch.device | str = "cpu",
     progress: Progress | None = None,
+    cancel: CancelToken | None = None,
 ) -> RegimeMap:
     """Errors of a sparse, a low-rank and a sparse + low-rank method over a (beta, sigma) grid.
 
@@ -231,6 +236,7 @@ def regime_map(
             seed=seed,
             method_params=method_params,
             progress=inner,
+            cancel=cancel,
         )
         entropy[row] = sweep.entropy
         for role, name in roles.items():

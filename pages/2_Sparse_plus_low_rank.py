@@ -11,6 +11,7 @@ import torch
 
 import core
 import ui
+from ui import compute
 
 ui.page("Sparse + low rank", icon=":material/join_inner:", url_path="Sparse_plus_low_rank")
 s = ui.sidebar(max_n=1024)
@@ -227,8 +228,18 @@ if rpca_on:
         st.info("The RPCA oracle is not available in this engine yet.")
     else:
         rpca_params = core.budget_params("rpca", s.n, s.d, s.fraction)
-        with st.spinner("Running robust PCA…"):
-            rp = s.parts("rpca", rpca_params, ("sparse", "low_rank", "attention"))
+        rp = compute.method_parts_heavy(
+            s.spec,
+            s.beta,
+            s.device_name,
+            "rpca",
+            ui.params_key(rpca_params),
+            s.seed,
+            s.head,
+            ("sparse", "low_rank", "attention"),
+            rpca_params.get("iterations", 60) * (s.n / 512) ** 3 * 0.5,  # one n x n SVD per iteration
+            "Robust PCA",
+        )
         cols = st.columns(3)
         for col, name, title, kind in zip(
             cols,

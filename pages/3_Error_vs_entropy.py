@@ -114,11 +114,6 @@ if s.spec.source != "real":
         st.info("Pick at least one method.")
     else:
         status = st.status("Sweeping the temperature…", expanded=False)
-        bar = status.progress(0.0, text="starting")
-
-        def report(fraction_done: float, label: str) -> None:
-            bar.progress(min(1.0, float(fraction_done)), text=label)
-
         key = tuple((m, ui.params_key(params[m])) for m in chosen)
         try:
             args = (
@@ -130,12 +125,18 @@ if s.spec.source != "real":
                 key,
                 s.device_name,
             )
-            res = ui.cached_with_progress("error_vs_entropy", args, lambda: sweep(*args, _progress=report))
+            work = len(taus) * s.spec.heads * s.spec.n**2 * (len(chosen) + 1)
+            res = ui.run_heavy(
+                "error_vs_entropy",
+                args,
+                lambda report: sweep(*args, _progress=report),
+                ui.estimate_seconds(work),
+                title="The temperature sweep",
+            )
         except (ValueError, RuntimeError, torch.cuda.OutOfMemoryError) as exc:
             status.update(label="The sweep failed", state="error")
             st.error(f"The sweep could not run with these settings: {exc}")
             st.stop()
-        bar.progress(1.0, text="done")
         status.update(label=f"Sweep done: {len(taus)} temperatures × {len(chosen)} methods", state="complete")
         entropy = res["entropy"]
         errors = res[metric]

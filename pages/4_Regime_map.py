@@ -115,7 +115,6 @@ def regime(
 
 
 status = st.status(f"Computing {len(betas) * len(spreads)} cells…", expanded=False)
-bar = status.progress(0.0, text="starting")
 try:
     args = (
         s.n,
@@ -129,17 +128,19 @@ try:
         tuple((m, ui.params_key(p)) for m, p in params.items()),
         s.device_name,
     )
-    res = ui.cached_with_progress(
+    work = len(betas) * len(spreads) * s.n**2 * (len(roles) + 1) * (20 if "rpca" in roles.values() else 1)
+    res = ui.run_heavy(
         "regime_map",
         args,
-        lambda: regime(*args, _progress=lambda f, label: bar.progress(min(1.0, float(f)), text=label)),
+        lambda report: regime(*args, _progress=report),
+        ui.estimate_seconds(work),
+        title="The regime map",
     )
 except (ValueError, RuntimeError) as exc:
     status.update(label="The map failed", state="error")
     st.error(f"The regime map could not run with these settings: {exc}")
     ui.finish()
     st.stop()
-bar.progress(1.0, text="done")
 status.update(label=f"Done: {len(betas)} × {len(spreads)} cells", state="complete")
 
 ROLE_NAMES = {"sparse": "sparse", "low_rank": "low rank", "sparse_low_rank": "sparse + low rank"}

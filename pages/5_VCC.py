@@ -254,8 +254,9 @@ def sweep_budgets(maximum: int) -> list[int]:
     return sorted(grid)
 
 
-@st.cache_data(show_spinner="Sweeping the budget for every selector…", max_entries=16)
-def error_sweep(spec: compute.InputSpec, beta: float, key: tuple, seed: int, maximum: int) -> pd.DataFrame:
+def error_sweep(
+    spec: compute.InputSpec, beta: float, key: tuple, seed: int, maximum: int, report: Any = None
+) -> list[dict[str, Any]]:
     """VIP-row and all-row output errors (mean over heads) for every selector, with and without D."""
     q, k, v = _tensors(spec)
     base = _as_params(key)
@@ -264,6 +265,8 @@ def error_sweep(spec: compute.InputSpec, beta: float, key: tuple, seed: int, max
     for selector_name in SELECTOR_LABELS:
         for with_d in (True, False):
             for h in sweep_budgets(maximum):
+                if report is not None:  # also where a cancelled job stops
+                    report(len(rows) / (2 * len(SELECTOR_LABELS) * len(sweep_budgets(maximum))), selector_name)
                 params_h = dict(base, selector=selector_name, scale_correction=with_d, fine_blocks=h)
                 result = core.approximate("vcc", q, k, v, scale=beta, seed=seed, **params_h)
                 vip = result.parts["vip_positions"]
@@ -277,7 +280,7 @@ def error_sweep(spec: compute.InputSpec, beta: float, key: tuple, seed: int, max
                         "all_error": float(_rel(result.output, exact).mean()),
                     }
                 )
-    return pd.DataFrame(rows)
+    return rows
 
 
 try:
@@ -505,7 +508,16 @@ rows_choice = ui.choice(
     fmt=lambda v: "VIP rows (the paper's target)" if v == "vip" else "all rows",
 )
 sweep_key = {k: v for k, v in params.items() if k not in ("selector", "scale_correction", "fine_blocks")}
-sweep = error_sweep(s.spec, s.beta, ui.params_key(sweep_key), s.seed, budget_max)
+sweep_args = (s.spec, s.beta, ui.params_key(sweep_key), s.seed, budget_max)
+sweep = pd.DataFrame(
+    ui.run_heavy(
+        "vcc_error_sweep",
+        sweep_args,
+        lambda report: error_sweep(*sweep_args, report=report),
+        ui.estimate_seconds(2 * len(SELECTOR_LABELS) * len(sweep_budgets(budget_max)) * s.spec.heads * s.n**2),
+        title="Sweeping the budget for every selector",
+    )
+)
 column = "vip_error" if rows_choice == "vip" else "all_error"
 err_fig = ui.line_figure(
     f"Output error vs budget h ({'mean over heads' if s.heads > 1 else 'one head'})",

@@ -138,22 +138,26 @@ def train_cells(todo: list[tuple[int, int]], label: str) -> dict[tuple[int, int]
     progress = status.progress(0.0, text="starting")
     total = len(todo)
     for index, (rank, heads) in enumerate(todo):
+        progress.progress(index / total, text=f"r = {rank}, H = {heads}")
 
-        def report(step: int, of: int, index: int = index, rank: int = rank, heads: int = heads) -> None:
-            progress.progress(min(1.0, (index + step / of) / total), text=f"r = {rank}, H = {heads}: step {step}/{of}")
+        def run(rank: int = rank, heads: int = heads) -> rh.TrainResult:
+            def train(job: Any) -> rh.TrainResult:  # runs on a worker thread: reports to the job, not to st
+                return rh.train_best_of(
+                    d,
+                    n_points,
+                    rank,
+                    heads,
+                    steps,
+                    seeds=seeds,
+                    device=device,
+                    target=target,
+                    first_seed=seed,
+                    progress=lambda step, of: job(step / of, f"step {step}/{of}"),
+                )
 
-        def run(rank: int = rank, heads: int = heads, report: Any = report) -> rh.TrainResult:
-            return rh.train_best_of(
-                d,
-                n_points,
-                rank,
-                heads,
-                steps,
-                seeds=seeds,
-                device=device,
-                target=target,
-                first_seed=seed,
-                progress=report,
+            estimate = rh.estimate_seconds(d, [(rank, heads)], steps, seeds=seeds, device=device.type)
+            return ui.run_heavy(
+                "rank_heads_cell", cell_key(rank, heads), train, estimate, title=f"Training r = {rank}, H = {heads}"
             )
 
         out[(rank, heads)] = train_cached(cell_key(rank, heads), run)
@@ -367,18 +371,23 @@ with tab_n:
         for index, (r, h, n) in enumerate(missing):
 
             def run_n(r: int = r, h: int = h, n: int = n) -> rh.TrainResult:
-                return rh.train_best_of(
-                    d,
-                    n,
-                    r,
-                    h,
-                    steps,
-                    seeds=seeds,
-                    device=device,
-                    target=target,
-                    first_seed=seed,
-                    distribution="uniform",
-                )
+                def train(job: Any) -> rh.TrainResult:
+                    return rh.train_best_of(
+                        d,
+                        n,
+                        r,
+                        h,
+                        steps,
+                        seeds=seeds,
+                        device=device,
+                        target=target,
+                        first_seed=seed,
+                        distribution="uniform",
+                        progress=lambda step, of: job(step / of, f"step {step}/{of}"),
+                    )
+
+                estimate = rh.estimate_seconds(d, [(r, h)], steps, seeds=seeds, device=device.type)
+                return ui.run_heavy("rank_heads_n", n_key(r, h, n), train, estimate, title=f"Training N = {n}")
 
             train_cached(n_key(r, h, n), run_n)
             prog.progress((index + 1) / len(missing), text=f"N = {n}, r = {r}, H = {h}")
@@ -415,7 +424,6 @@ with tab_c:
     )
     c_points = ui.int_slider("N for this panel", "cpoints", 2, 256, 16, help="Fact 1 draws N i.i.d. points.")
 
-    @st.cache_data(show_spinner="Evaluating the construction…", max_entries=32)
     def construction_curve(d: int, n: int, target: str) -> dict[str, Any]:
         cs = np.geomspace(1, 4096, 13)
         res = rh.construction_sweep(d, n, list(cs), samples=20_000, target=target)
@@ -427,7 +435,13 @@ with tab_c:
             "hardmax": hard,
         }
 
-    cc = construction_curve(d, c_points, target)
+    cc = ui.run_heavy(
+        "rank_heads_construction",
+        (d, c_points, target),
+        lambda job: construction_curve(d, c_points, target),
+        ui.estimate_seconds(14 * 20_000 * c_points * (d + c_points)),
+        title="Evaluating the construction",
+    )
     fig_c = ui.line_figure(
         f"Fact 1 head: error against c (d = {d}, N = {c_points})",
         "inverse temperature c",

@@ -272,7 +272,6 @@ with tabs[3]:
     )
     att_redraws = ui.int_slider("Redraws", "att_redraws", 1, 10, 4)
 
-    @st.cache_data(show_spinner="Running the Performer at every m…", max_entries=16)
     def attention_curves(
         spec: compute.InputSpec, beta: float, redraws: int, seed: int, device_name: str
     ) -> dict[str, Any]:
@@ -285,7 +284,14 @@ with tabs[3]:
             "elu": K.mean_row_tv(elu.attention(), exact.attention()),
         }
 
-    att = attention_curves(s.spec, s.beta, att_redraws, s.seed, s.device_name)
+    att_args = (s.spec, s.beta, att_redraws, s.seed, s.device_name)
+    att = ui.run_heavy(
+        "kernels_attention_curves",
+        att_args,
+        lambda report: attention_curves(*att_args),
+        ui.estimate_seconds(len(ATTENTION_FEATURES) * 4 * att_redraws * s.spec.heads * s.n**2),
+        title="Running the Performer at every m",
+    )
     fig_a = ui.line_figure(
         f"Attention error against m (τ = {s.tau:g})", "features m", "mean row TV", log_x=True, log_y=True, height=440
     )
@@ -336,7 +342,6 @@ with tabs[4]:
     penalty = float(ui.choice("Penalty λ", "lk_lambda", list(PENALTIES), 0.0, where=c4))
     lr = float(ui.log_slider("Learning rate", "lk_lr", [0.005, 0.01, 0.02, 0.05, 0.1, 0.2], 0.05))
 
-    @st.cache_data(show_spinner="Fitting the kernels…", max_entries=16)
     def comparison(
         spec: compute.InputSpec,
         beta: float,
@@ -374,7 +379,14 @@ with tabs[4]:
     if not variants:
         st.info("Pick at least one variant.")
     else:
-        cmp = comparison(s.spec, s.beta, features, tuple(variants), steps, penalty, lr, s.seed, s.device_name)
+        cmp_args = (s.spec, s.beta, features, tuple(variants), steps, penalty, lr, s.seed, s.device_name)
+        cmp = ui.run_heavy(
+            "kernels_comparison",
+            cmp_args,
+            lambda report: comparison(*cmp_args),
+            (len(variants) + 1) * steps * 0.02,  # Adam steps, about 20 ms each at the page's sizes
+            title="Fitting the kernels",
+        )
         table = pd.DataFrame(cmp["rows"])
         ref = {row["method"].split(" (")[0]: row for row in cmp["rows"]}
         fig_c = ui.line_figure(
@@ -425,7 +437,6 @@ with tabs[4]:
 
         st.subheader("Orthogonality penalty sweep")
 
-        @st.cache_data(show_spinner="Refitting at every λ…", max_entries=16)
         def sweep(
             spec: compute.InputSpec, beta: float, features: int, steps: int, lr: float, seed: int, device_name: str
         ) -> dict[str, Any]:
@@ -433,7 +444,14 @@ with tabs[4]:
             res = K.penalty_sweep(q, k, v, beta, features, PENALTIES, steps=steps, lr=lr, seed=seed)
             return {"tv": res.tv, "kl": res.kl, "sv": res.singular_values}
 
-        sw = sweep(s.spec, s.beta, features, steps, lr, s.seed, s.device_name)
+        sweep_args = (s.spec, s.beta, features, steps, lr, s.seed, s.device_name)
+        sw = ui.run_heavy(
+            "kernels_penalty_sweep",
+            sweep_args,
+            lambda report: sweep(*sweep_args),
+            len(PENALTIES) * steps * 0.02,
+            title="Refitting at every λ",
+        )
         c1, c2 = st.columns(2)
         fig_p = ui.line_figure("Fit quality against λ (ff variant)", "λ", "mean row TV", height=360)
         fig_p.add_scatter(x=[str(p) for p in PENALTIES], y=sw["tv"], mode="lines+markers", name="TV")

@@ -124,27 +124,27 @@ top[1].caption(
 )
 store = st.session_state.setdefault("scaling_runs", {})
 if clicked:
-    bar_widget = st.progress(0.0, text="Starting…")
 
-    def report(fraction: float, label: str) -> None:
-        bar_widget.progress(min(1.0, fraction), text=label)
+    def measure(report: ui.jobs.Report) -> list[profiling.ScalingPoint]:
+        return profiling.scaling_run(
+            run_methods,
+            sizes,
+            d=int(d),
+            heads=int(heads),
+            row_budget=int(row_budget),
+            scale=1.0 / tau,
+            seed=int(seed),
+            device=device,
+            point_limit_s=float(point_limit),
+            total_limit_s=float(total_limit),
+            memory_limit_bytes=float(memory_limit) * 2**20,
+            progress=report,
+        )
 
-    points = profiling.scaling_run(
-        run_methods,
-        sizes,
-        d=int(d),
-        heads=int(heads),
-        row_budget=int(row_budget),
-        scale=1.0 / tau,
-        seed=int(seed),
-        device=device,
-        point_limit_s=float(point_limit),
-        total_limit_s=float(total_limit),
-        memory_limit_bytes=float(memory_limit) * 2**20,
-        progress=report,
+    # One measurement per settings and server, shared by every session; it runs in a compute slot, alone.
+    store[settings_key] = ui.run_heavy(
+        "scaling", settings_key, measure, float(total_limit), title="Measuring (time is bounded by the limits)"
     )
-    bar_widget.empty()
-    store[settings_key] = points
 points = store.get(settings_key)
 
 committed = committed_results()

@@ -31,7 +31,8 @@ Caching
     Put heavy work in ``@st.cache_data`` functions keyed on scalars (``s.spec``, ``s.beta``, params via
     ``ui.params_key(params)``), returning numpy arrays. ``ui.compute`` has the shared ones. A long computation
     that updates a progress bar must not run inside ``st.cache_data`` (it replays Streamlit calls); use
-    ``ui.cached_with_progress(name, key, lambda: work(progress=bar_update))`` instead.
+    ``ui.run_heavy(name, key, lambda report: work(progress=report), estimate_seconds)`` instead: it checks the
+    shared disk cache, then runs the work in the process-wide scheduler (queue place, progress bar, Cancel).
 
 Controls bound to the URL (``key`` = URL parameter; letters, digits and ``_`` only)
     ``ui.int_slider``, ``ui.int_input``, ``ui.float_slider``, ``ui.log_slider`` (numbers snap to options),
@@ -88,6 +89,7 @@ from ui.figures import (
     png_bytes,
     show_figure,
 )
+from ui.jobs import estimate_seconds, run_heavy
 from ui.sidebar import (
     TAU_OPTIONS,
     Settings,
@@ -132,6 +134,7 @@ __all__ = [
     "device_control",
     "display",
     "downsample_caption",
+    "estimate_seconds",
     "explain",
     "finish",
     "float_slider",
@@ -157,6 +160,7 @@ __all__ = [
     "png_bytes",
     "range_slider",
     "registered_methods",
+    "run_heavy",
     "settings_payload",
     "show_figure",
     "sidebar",

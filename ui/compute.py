@@ -275,6 +275,37 @@ def _run_method(
     )
 
 
+def method_seconds(spec: InputSpec, method: str, params: dict[str, Any]) -> float:
+    """A rough run time of ``run_method`` (to tell light from heavy work; not a promise)."""
+    from ui.jobs import estimate_seconds
+
+    dense = estimate_seconds(8 * spec.heads * spec.n**2)  # the method, its dense matrix, exact, error maps
+    if method == "rpca":  # one n x n SVD per iteration and head
+        return dense + spec.heads * int(params.get("iterations", 60)) * (spec.n / 512) ** 3 * 0.5
+    if method == "learned_kernel":  # Adam steps
+        return dense + int(params.get("steps", 100)) * 0.02
+    return dense
+
+
+def run_method_scheduled(
+    spec: InputSpec, beta: float, device_name: str, method: str, params: tuple[tuple[str, Any], ...], seed: int
+) -> MethodResult:
+    """``run_method``; heavy settings (large n, robust PCA, training) go through the scheduler's queue."""
+    from ui.jobs import LIGHT_SECONDS, run_heavy
+
+    estimate = method_seconds(spec, method, _params_dict(params))
+    if estimate <= LIGHT_SECONDS:
+        return run_method(spec, beta, device_name, method, params, seed)
+    key = (spec, beta, device_name, method, params, seed)  # the same cache entry as run_method
+    return run_heavy(
+        "run_method",
+        key,
+        lambda report: _run_method(spec, beta, device_name, method, params, seed),
+        estimate,
+        title=f"Running {method} at n = {spec.n}",
+    )
+
+
 SIGNED_PARTS = ("sparse", "unnormalized_sparse")
 
 
@@ -330,6 +361,34 @@ def _method_parts(
             array = block_reduce(array, factor, mode)
         out[name] = array
     return out
+
+
+def method_parts_heavy(
+    spec: InputSpec,
+    beta: float,
+    device_name: str,
+    method: str,
+    params: tuple[tuple[str, Any], ...],
+    seed: int,
+    head: int,
+    names: tuple[str, ...],
+    estimate_seconds: float | None,
+    title: str,
+) -> dict[str, np.ndarray]:
+    """``method_parts`` for slow methods (robust PCA): through the scheduler, with a Cancel button.
+
+    Same cache entry as ``method_parts`` (same name and key), so either path serves the other's result.
+    """
+    from ui.jobs import run_heavy
+
+    key = (spec, beta, device_name, method, params, seed, head, names, True)
+    return run_heavy(
+        "method_parts",
+        key,
+        lambda report: _method_parts(spec, beta, device_name, method, params, seed, head, names, True),
+        estimate_seconds,
+        title=title,
+    )
 
 
 def full_attention(

@@ -205,8 +205,12 @@ def decode(data: bytes) -> Any:
 
 def get(name: str, key: Any) -> Any | None:
     """The cached value, or None on a miss (or an unreadable entry, which is dropped)."""
+    return get_key(make_key(name, key))
+
+
+def get_key(full: str) -> Any | None:
+    """``get`` by a key from ``make_key``."""
     cache = get_cache()
-    full = make_key(name, key)
     try:
         data = cache.get(full, default=None, retry=True)
     except diskcache.Timeout:
@@ -222,6 +226,11 @@ def get(name: str, key: Any) -> Any | None:
 
 def put(name: str, key: Any, value: Any) -> bool:
     """Store ``value``; False when it is not plain data or larger than the whole bound (then nothing is stored)."""
+    return put_key(make_key(name, key), value)
+
+
+def put_key(full: str, value: Any) -> bool:
+    """``put`` by a key from ``make_key``."""
     try:
         data = encode(value)
     except TypeError:
@@ -231,7 +240,7 @@ def put(name: str, key: Any, value: Any) -> bool:
     if len(data) > limit // 2:
         return False
     try:
-        cache.set(make_key(name, key), data, retry=True)
+        cache.set(full, data, retry=True)
         _evict(cache, limit)
     except diskcache.Timeout:
         return False

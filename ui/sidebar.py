@@ -107,7 +107,8 @@ class Settings:
 
     def run(self, method: str, params: dict[str, Any]) -> compute.MethodResult:
         """One method (cached on every scalar); errors are against exact at the same temperature."""
-        return compute.run_method(self.spec, self.beta, self.device_name, method, compute.params_key(params), self.seed)
+        key = compute.params_key(params)
+        return compute.run_method_scheduled(self.spec, self.beta, self.device_name, method, key, self.seed)
 
     def parts(
         self, method: str, params: dict[str, Any], names: tuple[str, ...], head: int | None = None

@@ -27,6 +27,7 @@ import torch.nn.functional as F
 
 from core.approximation import Approximation, AttentionInputs, Cost, make_result
 from core.approximators.performer import safe_denominator
+from core.cancel import CancelToken, check
 from core.device import cpu_threads
 from core.registry import MethodSpec, ParamSpec, register
 
@@ -176,6 +177,7 @@ def fit_kernel(
     orthogonal_init: bool = True,
     generator: Callable[[int], torch.Generator],
     progress: Callable[[int, int], None] | None = None,
+    cancel: CancelToken | None = None,
 ) -> FittedKernel:
     """Fit phi so that phi(Q) phi(K)^T, row-normalised, matches softmax(scale Q K^T) (KL per row).
 
@@ -200,6 +202,7 @@ def fit_kernel(
         curve: list[float] = []
         kl_curve: list[float] = []
         for step in range(steps):
+            check(cancel)
             if rows == n:
                 x_rows, log_exact = x_q, log_exact_all
             else:

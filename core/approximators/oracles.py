@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from core.approximation import Approximation, AttentionInputs, Cost, make_result
+from core.cancel import check
 from core.registry import MethodSpec, ParamSpec, register
 
 ORACLE_MAX_N = 2048
@@ -84,6 +85,7 @@ def robust_pca(
     low_rank = torch.zeros_like(matrix)
     done = 0
     for step in range(iterations):
+        check()  # the job's ambient token: one iteration is an n x n SVD
         low_rank = _singular_value_threshold(matrix - sparse + dual / mu, 1.0 / mu)
         sparse = _shrink(matrix - low_rank + dual / mu, lam / mu)
         residual = matrix - low_rank - sparse
@@ -105,6 +107,7 @@ def project_to_budget(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Alternating projections onto k entries per row and rank r; each step cannot increase the error."""
     for _ in range(BUDGET_REFINE_STEPS):
+        check()
         if k > 0:
             sparse = _keep_top_per_row(matrix - low_rank, k)
         if rank > 0:

@@ -1,0 +1,117 @@
+"""Cooperative cancellation for long engine loops (training steps, sweep points, robust-PCA iterations).
+
+A loop calls ``check(cancel)`` between steps; it raises ``Cancelled`` once someone called
+``token.cancel(reason)`` (from any thread) or once the token's deadline has passed. The deadline enforces
+``ATTN_EXPLORER_JOB_SECONDS`` for jobs started by the app. A loop without an explicit token checks the thread's
+ambient one (``with active(token): ...``), so a job's whole call tree stops without threading the token through.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+
+class Cancelled(Exception):
+    """A computation was stopped before it finished (cancelled, or past its time limit)."""
+
+
+class CancelToken:
+    """Thread-safe cancel flag with an optional deadline (seconds from creation, or from ``start()``)."""
+
+    def __init__(self, deadline: float | None = None) -> None:
+        if deadline is not None and not deadline > 0:
+            raise ValueError(f"deadline must be a positive number of seconds, got {deadline!r}")
+        self.deadline = deadline
+        self._lock = threading.Lock()
+        self._event = threading.Event()
+        self._reason: str | None = None
+        self._started = time.monotonic()
+
+    def start(self) -> None:
+        """Restart the deadline clock (a queued job's time limit counts from when it starts running)."""
+        with self._lock:
+            self._started = time.monotonic()
+
+    def cancel(self, reason: str = "cancelled") -> None:
+        with self._lock:
+            if self._reason is None:
+                self._reason = reason
+        self._event.set()
+
+    @property
+    def elapsed(self) -> float:
+        with self._lock:
+            return time.monotonic() - self._started
+
+    @property
+    def cancelled(self) -> bool:
+        if self._event.is_set():
+            return True
+        if self.deadline is not None and self.elapsed > self.deadline:
+            self.cancel(
+                f"stopped after {self.deadline:g} s, the time limit of one job "
+                f"(set ATTN_EXPLORER_JOB_SECONDS to allow longer jobs)"
+            )
+            return True
+        return False
+
+    @property
+    def reason(self) -> str | None:
+        with self._lock:
+            return self._reason
+
+    def check(self) -> None:
+        """Raise ``Cancelled`` (with the reason) if the token was cancelled or its deadline passed."""
+        if self.cancelled:
+            raise Cancelled(self.reason or "cancelled")
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep up to ``seconds``, waking early on cancel; True if cancelled."""
+        self._event.wait(seconds)
+        return self.cancelled
+
+
+_current: contextvars.ContextVar[CancelToken | None] = contextvars.ContextVar("attn_explorer_cancel", default=None)
+
+
+@contextlib.contextmanager
+def active(token: CancelToken | None) -> Iterator[None]:
+    """Make ``token`` the ambient token of this thread, so nested loops check it without extra arguments."""
+    reset = _current.set(token)
+    try:
+        yield
+    finally:
+        _current.reset(reset)
+
+
+def current() -> CancelToken | None:
+    return _current.get()
+
+
+def check(token: CancelToken | None = None) -> None:
+    """Raise ``Cancelled`` if ``token`` (or, without one, the ambient token of this thread) was cancelled."""
+    token = token if token is not None else _current.get()
+    if token is not None:
+        token.check()
+
+
+ProgressFn = Callable[[float, str], None]
+
+
+def checking(progress: ProgressFn | None, token: CancelToken | None) -> ProgressFn | None:
+    """A progress callback that checks ``token`` on every report (and forwards to ``progress``)."""
+    if token is None:
+        token = _current.get()
+    if token is None:
+        return progress
+
+    def report(fraction: float, label: str) -> None:
+        token.check()
+        if progress is not None:
+            progress(fraction, label)
+
+    return report

@@ -1,0 +1,73 @@
+"""Closing the browser tab stops the server's work: CPU time stops growing within 2 s (issue 10).
+
+A heavy Regime map link (16 x 12 grid) keeps the server busy for many seconds. The test waits until the server
+process is busy computing it, closes the browser context, and checks the server's CPU time through psutil.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from playwright.sync_api import Browser
+
+from .helpers import VIEWPORT, streamlit_server
+
+HEAVY_LINK = "/Regime_map?n=512&nb=16&ns=12&betas=0.1,200&sigmas=0.05,2"
+BUSY_RATE = 0.6  # CPU seconds per second: the server is clearly computing
+IDLE_RATE = 0.15  # CPU seconds per second: only housekeeping left
+STOP_BOUND_S = 2.0
+
+
+def cpu_seconds(process: psutil.Process) -> float:
+    total = 0.0
+    for proc in [process, *process.children(recursive=True)]:
+        try:
+            times = proc.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system
+    return total
+
+
+def cpu_rate(process: psutil.Process, window: float) -> float:
+    start = cpu_seconds(process)
+    time.sleep(window)
+    return (cpu_seconds(process) - start) / window
+
+
+@pytest.fixture
+def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, psutil.Process]]:
+    # An empty result cache, so the link computes instead of being served from an earlier run.
+    monkeypatch.setenv("ATTN_EXPLORER_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("ATTN_EXPLORER_JOB_SECONDS", "300")
+    with streamlit_server() as running:
+        yield running.url, psutil.Process(running.process.pid)
+
+
+def test_closing_the_tab_stops_the_job_within_two_seconds(browser: Browser, server: tuple[str, psutil.Process]) -> None:
+    url, process = server
+    context = browser.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    page.goto(url + HEAVY_LINK)
+    page.get_by_text("The regime map", exact=False).first.wait_for(timeout=120_000)
+
+    deadline = time.monotonic() + 60
+    rate = 0.0
+    while rate < BUSY_RATE:
+        assert time.monotonic() < deadline, f"the server never got busy (last rate {rate:.2f})"
+        rate = cpu_rate(process, 0.5)
+    assert page.get_by_text("The regime map", exact=False).first.is_visible()  # still computing
+
+    context.close()
+    closed = time.monotonic()
+    rates = []
+    while time.monotonic() - closed < STOP_BOUND_S + 3:
+        rates.append((round(time.monotonic() - closed, 2), round(cpu_rate(process, 0.5), 2)))
+    # From 2 s after the close on, the server only does housekeeping.
+    late = [r for t, r in rates if t - 0.5 >= STOP_BOUND_S]
+    assert late, rates
+    assert max(late) < IDLE_RATE, f"CPU still busy after the tab closed: (seconds after close, rate) {rates}"

@@ -1,0 +1,278 @@
+"""The process-wide scheduler: slots, the fair queue, shared jobs, cancellation by leaving, the watchdog, run_heavy."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from core.cancel import Cancelled
+from ui import jobs
+
+
+@pytest.fixture
+def make_scheduler() -> Iterator[Callable[..., jobs.Scheduler]]:
+    made: list[jobs.Scheduler] = []
+
+    def make(slots: int = 1, **kwargs: Any) -> jobs.Scheduler:
+        kwargs.setdefault("is_active", lambda session_id: None)
+        sched = jobs.Scheduler(slots, **kwargs)
+        made.append(sched)
+        return sched
+
+    yield make
+    for sched in made:
+        sched.shutdown()
+
+
+def gated(order: list[str], tag: str, gate: threading.Event | None = None) -> Callable[[jobs.Report], str]:
+    """A job that records when it starts, then waits (checking for cancel) until ``gate`` opens."""
+
+    def work(report: jobs.Report) -> str:
+        order.append(tag)
+        while gate is not None and not gate.is_set():
+            report(0.5, "waiting")
+            time.sleep(0.01)
+        return tag
+
+    return work
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.01)
+
+
+def test_slots_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATTN_EXPLORER_SLOTS", "3")
+    assert jobs.default_slots() == 3
+    monkeypatch.setenv("ATTN_EXPLORER_SLOTS", "zero")
+    expected = max(1, torch.cuda.device_count()) if torch.cuda.is_available() else max(1, jobs.cores() // 2)
+    assert jobs.default_slots() == expected
+    monkeypatch.delenv("ATTN_EXPLORER_SLOTS")
+    assert jobs.default_slots() == expected
+
+
+def test_job_seconds_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATTN_EXPLORER_JOB_SECONDS", "7.5")
+    assert jobs.job_seconds() == 7.5
+    monkeypatch.setenv("ATTN_EXPLORER_JOB_SECONDS", "-1")
+    assert jobs.job_seconds() == 60.0
+
+
+def test_threads_per_job_keep_slots_times_threads_within_cores(make_scheduler: Callable[..., jobs.Scheduler]) -> None:
+    sched = make_scheduler(1)
+    assert sched.threads_per_job == jobs.cores()
+    seen: list[int] = []
+    job = sched.submit("threads", "threads", lambda report: seen.append(torch.get_num_threads()), "s")
+    assert job.done_event.wait(10)
+    assert seen == [sched.threads_per_job]
+    many = make_scheduler(jobs.cores() * 2)
+    assert many.threads_per_job == 1
+
+
+def test_round_robin_across_sessions(make_scheduler: Callable[..., jobs.Scheduler]) -> None:
+    sched = make_scheduler(1)
+    order: list[str] = []
+    gate = threading.Event()
+    first = sched.submit("work", "a1", gated(order, "a1", gate), "alice")
+    wait_for(lambda: order == ["a1"])
+    for tag in ("a2", "a3", "a4"):
+        sched.submit("work", tag, gated(order, tag), "alice")
+    bob = sched.submit("work", "b1", gated(order, "b1"), "bob")
+    carol = sched.submit("work", "c1", gated(order, "c1"), "carol")
+    assert [j.key for j in sched.queue_order()] == ["a2", "b1", "c1", "a3", "a4"]
+    assert sched.position(bob)[0] == 2 and sched.position(carol)[0] == 3
+    gate.set()
+    assert first.done_event.wait(10)
+    wait_for(lambda: len(order) == 6)
+    assert order == ["a1", "a2", "b1", "c1", "a3", "a4"]  # bob and carol did not wait for all of alice's jobs
+
+
+def test_position_and_estimate(make_scheduler: Callable[..., jobs.Scheduler]) -> None:
+    sched = make_scheduler(1)
+    order: list[str] = []
+    gate = threading.Event()
+    running = sched.submit("work", "r", gated(order, "r", gate), "s1", estimate=30.0)
+    wait_for(lambda: running.state == "running")
+    queued = sched.submit("work", "q", gated(order, "q"), "s2", estimate=5.0)
+    third = sched.submit("work", "t", gated(order, "t"), "s3", estimate=5.0)
+    place, wait = sched.position(queued)
+    assert place == 1 and 25 < wait <= 30
+    place, wait = sched.position(third)
+    assert place == 2 and 30 < wait <= 35
+    assert sched.position(running) == (0, 0.0)
+    gate.set()
+    assert third.done_event.wait(10)
+
+
+def test_identical_requests_share_one_job(make_scheduler: Callable[..., jobs.Scheduler]) -> None:
+    sched = make_scheduler(1)
+    calls: list[str] = []
+    gate = threading.Event()
+    first = sched.submit("work", "same", gated(calls, "x", gate), "s1")
+    second = sched.submit("work", "same", gated(calls, "x", gate), "s2")
+    assert first is second and first.owners == {"s1", "s2"}
+    gate.set()
+    assert first.done_event.wait(10)
+    assert calls == ["x"] and first.result == "x"
+
+
+def test_one_session_leaving_a_shared_job_does_not_cancel_it(make_scheduler: Callable[..., jobs.Scheduler]) -> None:
+    sched = make_scheduler(1)
+    order: list[str] = []
+    gate = threading.Event()
+    job = sched.submit("work", "k", gated(order, "k", gate), "s1")
+    sched.submit("work", "k", gated(order, "k", gate), "s2")
+    wait_for(lambda: job.state == "running")
+    sched.release(job, "s1")
+    time.sleep(0.1)
+    assert job.state == "running" and not job.token.cancelled
+    gate.set()
+    assert job.done_event.wait(10) and job.state == "done"
+
+
+def test_last_session_leaving_cancels_a_running_job_quickly(make_scheduler: Callable[..., jobs.Scheduler]) -> None:
+    sched = make_scheduler(1)
+    order: list[str] = []
+    job = sched.submit("work", "k", gated(order, "k", threading.Event()), "s1")
+    wait_for(lambda: job.state == "running")
+    start = time.monotonic()
+    sched.release(job, "s1", "the user pressed Cancel")
+    assert job.done_event.wait(2)
+    assert time.monotonic() - start < 1
+    assert job.state == "cancelled" and isinstance(job.error, Cancelled)
+    assert "the user pressed Cancel" in str(job.error)
+
+
+def test_leaving_a_queued_job_removes_it_and_frees_the_line(make_scheduler: Callable[..., jobs.Scheduler]) -> None:
+    sched = make_scheduler(1)
+    order: list[str] = []
+    gate = threading.Event()
+    sched.submit("work", "a", gated(order, "a", gate), "s1")
+    wait_for(lambda: order == ["a"])
+    queued = sched.submit("work", "b", gated(order, "b"), "s2")
+    later = sched.submit("work", "c", gated(order, "c"), "s3")
+    sched.release(queued, "s2")
+    assert queued.state == "cancelled" and sched.position(later)[0] == 1
+    gate.set()
+    assert later.done_event.wait(10)
+    assert order == ["a", "c"]  # the abandoned job never ran
+
+
+def test_watchdog_cancels_jobs_of_closed_sessions(make_scheduler: Callable[..., jobs.Scheduler]) -> None:
+    open_sessions = {"s1", "s2"}
+    sched = make_scheduler(1, is_active=lambda session_id: session_id in open_sessions, watchdog_seconds=0.1)
+    order: list[str] = []
+    job = sched.submit("work", "k", gated(order, "k", threading.Event()), "s1")
+    wait_for(lambda: job.state == "running")
+    open_sessions.discard("s1")
+    start = time.monotonic()
+    assert job.done_event.wait(2)
+    assert time.monotonic() - start < 2
+    assert job.state == "cancelled" and "tab was closed" in str(job.error)
+
+
+def test_deadline_stops_a_job_with_the_setting_named(
+    make_scheduler: Callable[..., jobs.Scheduler], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ATTN_EXPLORER_JOB_SECONDS", "0.3")
+    sched = make_scheduler(1)
+    job = sched.submit("work", "k", gated([], "k", threading.Event()), "s1")
+    assert job.done_event.wait(5)
+    assert job.state == "cancelled" and "ATTN_EXPLORER_JOB_SECONDS" in str(job.error)
+
+
+def test_failures_are_kept_for_the_page(make_scheduler: Callable[..., jobs.Scheduler]) -> None:
+    sched = make_scheduler(1)
+
+    def broken(report: jobs.Report) -> None:
+        raise ValueError("n: must be at most 4096")
+
+    job = sched.submit("work", "k", broken, "s1")
+    assert job.done_event.wait(10)
+    assert job.state == "failed" and isinstance(job.error, ValueError)
+    ok = sched.submit("work", "k2", lambda report: 1, "s1")  # the slot was freed
+    assert ok.done_event.wait(10) and ok.result == 1
+
+
+def test_finished_jobs_are_stored(make_scheduler: Callable[..., jobs.Scheduler]) -> None:
+    stored: list[tuple[str, str, Any]] = []
+    sched = make_scheduler(1, store=lambda name, key, value: stored.append((name, key, value)))
+    job = sched.submit("work", "k", lambda report: {"x": 1}, "s1")
+    assert job.done_event.wait(10)
+    wait_for(lambda: bool(stored))
+    assert stored == [("work", "k", {"x": 1})]
+
+
+# ------------------------------------------------------------------ run_heavy in a page (AppTest)
+
+PAGE = """
+import time
+import streamlit as st
+import ui
+from pathlib import Path
+
+calls = Path({calls!r})
+estimate = {estimate!r}
+size = st.number_input("size", value=3)
+
+
+def work(report):
+    with calls.open("a") as fh:
+        fh.write("x")
+    for i in range(3):
+        report(i / 3, f"step {{i}}")
+        time.sleep(0.05)
+    return {{"values": list(range(int(size)))}}
+
+
+result = ui.run_heavy("test_page_work", (int(size),), work, estimate)
+st.write(f"result {{result['values']}}")
+"""
+
+
+@pytest.mark.parametrize("estimate", [0.5, 30.0, None])
+def test_run_heavy_in_a_page_computes_once(
+    tmp_path: Path, estimate: float | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ATTN_EXPLORER_CACHE_DIR", str(tmp_path / "cache"))
+    calls = tmp_path / "calls.txt"
+    script = PAGE.format(calls=str(calls), estimate=estimate)
+    first = AppTest.from_string(script, default_timeout=60).run()
+    assert not first.exception, first.exception
+    assert any("result [0, 1, 2]" in m.value for m in first.markdown)
+    second = AppTest.from_string(script, default_timeout=60).run()  # another session, same settings
+    assert any("result [0, 1, 2]" in m.value for m in second.markdown)
+    assert calls.read_text() == "x"  # served from the shared cache
+    second.number_input[0].set_value(4).run()
+    assert any("result [0, 1, 2, 3]" in m.value for m in second.markdown)
+    assert calls.read_text() == "xx"
+    assert not second.button  # the Cancel button is gone once the result is there
+
+
+def test_run_heavy_reports_failures_as_exceptions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATTN_EXPLORER_CACHE_DIR", str(tmp_path / "cache"))
+    script = """
+import streamlit as st
+import ui
+
+def work(report):
+    raise ValueError("n: must be at most 4096")
+
+try:
+    ui.run_heavy("test_page_failure", (1,), work, 30.0)
+except ValueError as exc:
+    st.error(f"could not run: {exc}")
+"""
+    at = AppTest.from_string(script, default_timeout=60).run()
+    assert not at.exception
+    assert [e.value for e in at.error] == ["could not run: n: must be at most 4096"]

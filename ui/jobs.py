@@ -1,0 +1,470 @@
+"""The process-wide scheduler for heavy work: a fixed number of compute slots and a fair queue across sessions.
+
+- Slots: ``ATTN_EXPLORER_SLOTS``, else one per GPU, else ``cores // 2`` (at least 1). Each job runs with
+  ``cores // slots`` torch threads, so all slots together never oversubscribe the CPU.
+- Fairness: queued jobs are started round-robin across session ids, so a session that submits many jobs
+  waits behind its own jobs, never in front of everyone else's.
+- Sharing: a job is identified by its cache key; a second session asking for the same result while it is
+  queued or running joins it (a class opening one link costs one computation). The result is stored in the
+  shared disk cache (``ui.result_cache``) when it finishes.
+- Cancellation: a job is cancelled when every session waiting on it has gone: its script run was stopped
+  (the user changed a setting, pressed Cancel, or closed the tab) or the watchdog sees that the session is
+  no longer active in the Streamlit runtime. Each job also stops at ``ATTN_EXPLORER_JOB_SECONDS``.
+
+Pages call ``run_heavy(name, key, compute, estimate_seconds)``; ``compute(report)`` gets a progress callback
+``report(fraction, label)`` that also stops the job once it is cancelled.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import torch
+
+from core import cancel as core_cancel
+from core.cancel import Cancelled, CancelToken
+from core.device import cpu_threads
+
+T = TypeVar("T")
+
+LIGHT_SECONDS = 2.0  # estimated work below this runs at once in the page's own thread, never queued
+POLL_SECONDS = 0.2  # how often a waiting page refreshes its status (and notices that it was stopped)
+WATCHDOG_SECONDS = 0.5  # how often the watchdog looks for jobs whose sessions have gone
+DEFAULT_JOB_SECONDS = 60.0
+# Attention-matrix entries a page's engine work gets through per second on the reference 2-core CPU: the
+# default 12-temperature sweep (12 x 4 heads x 512^2 x 4 passes = 5e7 entries) added about 1.6 s to a cold
+# Error vs entropy page in benchmarks/results/ui_timing.json. Only used to tell light work from heavy work.
+ELEMENTS_PER_SECOND = 3e7
+
+
+def estimate_seconds(elements: float) -> float:
+    """A rough run time for work touching ``elements`` attention entries (for ``run_heavy``'s light/heavy split)."""
+    return float(elements) / ELEMENTS_PER_SECOND
+
+
+def cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def default_slots() -> int:
+    raw = os.environ.get("ATTN_EXPLORER_SLOTS", "").strip()
+    if raw:
+        try:
+            value = int(raw)
+        except ValueError:
+            value = 0
+        if value >= 1:
+            return min(value, 64)
+    if torch.cuda.is_available():
+        return max(1, torch.cuda.device_count())
+    return max(1, cores() // 2)
+
+
+def job_seconds() -> float:
+    """The time limit of one job (``ATTN_EXPLORER_JOB_SECONDS``, default 60)."""
+    try:
+        from core.limits import job_seconds as limit  # type: ignore[import-not-found, unused-ignore]
+
+        return float(limit())
+    except ImportError:
+        pass
+    raw = os.environ.get("ATTN_EXPLORER_JOB_SECONDS", "").strip()
+    try:
+        value = float(raw) if raw else DEFAULT_JOB_SECONDS
+    except ValueError:
+        return DEFAULT_JOB_SECONDS
+    return value if value > 0 and value == value else DEFAULT_JOB_SECONDS
+
+
+class Report:
+    """The progress callback a job's compute function gets: ``report(fraction, label)``; ``.token`` for loops.
+
+    Every report checks the token, so a compute function that reports between steps stops once cancelled.
+    """
+
+    def __init__(self, token: CancelToken, job: Job | None = None) -> None:
+        self._job = job
+        self.token = token
+
+    def __call__(self, fraction: float, label: str = "") -> None:
+        self.token.check()
+        if self._job is not None:
+            self._job.progress = min(1.0, max(0.0, float(fraction)))
+            self._job.label = str(label)
+
+
+@dataclass(eq=False)
+class Job:
+    name: str
+    key: str  # the full cache key (one job per key at a time)
+    compute: Callable[[Report], Any]
+    estimate: float | None
+    token: CancelToken
+    owners: set[str] = field(default_factory=set)
+    state: str = "queued"  # queued | running | done | failed | cancelled
+    progress: float = 0.0
+    label: str = ""
+    result: Any = None
+    error: BaseException | None = None
+    submitted: float = field(default_factory=time.monotonic)
+    started: float | None = None
+    finished: float | None = None
+    done_event: threading.Event = field(default_factory=threading.Event)
+    id: int = 0
+
+    @property
+    def finished_state(self) -> bool:
+        return self.state in ("done", "failed", "cancelled")
+
+
+_ids = itertools.count(1)
+
+
+class Scheduler:
+    """Fixed compute slots, a round-robin queue over sessions, shared jobs, and a watchdog."""
+
+    def __init__(
+        self,
+        slots: int | None = None,
+        *,
+        is_active: Callable[[str], bool | None] | None = None,
+        store: Callable[[str, str, Any], None] | None = None,
+        watchdog_seconds: float = WATCHDOG_SECONDS,
+    ) -> None:
+        self.slots = slots if slots is not None else default_slots()
+        self.threads_per_job = max(1, cores() // self.slots)
+        self._executor = ThreadPoolExecutor(max_workers=self.slots, thread_name_prefix="attn-job")
+        self._lock = threading.RLock()
+        self._queues: OrderedDict[str, deque[Job]] = OrderedDict()  # session id -> its queued jobs, RR order
+        self._running: set[Job] = set()
+        self._by_key: dict[str, Job] = {}
+        self._history: dict[str, float] = {}  # name -> recent run time, for estimates
+        self._is_active = is_active if is_active is not None else streamlit_session_active
+        self._store = store
+        self._closed = threading.Event()
+        self._watchdog = threading.Thread(
+            target=self._watch, args=(watchdog_seconds,), name="attn-job-watchdog", daemon=True
+        )
+        self._watchdog.start()
+
+    # -------------------------------------------------------------- submitting and leaving
+
+    def submit(
+        self,
+        name: str,
+        key: str,
+        compute: Callable[[Report], Any],
+        session_id: str,
+        estimate: float | None = None,
+        deadline: float | None = None,
+    ) -> Job:
+        """Queue ``compute`` for ``session_id``, or join the queued/running job with the same key."""
+        with self._lock:
+            job = self._by_key.get(key)
+            if job is not None and not job.finished_state and not job.token.cancelled:
+                if session_id not in job.owners:
+                    job.owners.add(session_id)
+                return job
+            limit = job_seconds() if deadline is None else deadline
+            job = Job(name, key, compute, estimate, CancelToken(deadline=limit), {session_id}, id=next(_ids))
+            self._by_key[key] = job
+            self._queues.setdefault(session_id, deque()).append(job)
+            self._dispatch()
+            return job
+
+    def release(self, job: Job, session_id: str, reason: str = "the page stopped waiting") -> None:
+        """``session_id`` no longer waits for ``job``; cancel it when nobody else does."""
+        with self._lock:
+            job.owners.discard(session_id)
+            if not job.owners and not job.finished_state:
+                self._cancel(job, reason)
+
+    def cancel_session(self, session_id: str, reason: str) -> None:
+        with self._lock:
+            for job in self.jobs():
+                if session_id in job.owners:
+                    self.release(job, session_id, reason)
+
+    def _cancel(self, job: Job, reason: str) -> None:
+        job.token.cancel(reason)
+        if job.state == "queued":
+            self._drop_queued(job)
+            self._finish(job, "cancelled", error=Cancelled(reason))
+
+    def _drop_queued(self, job: Job) -> None:
+        for session_id, queue in list(self._queues.items()):
+            if job in queue:
+                queue.remove(job)
+            if not queue:
+                del self._queues[session_id]
+
+    # -------------------------------------------------------------- running
+
+    def _next_job(self) -> Job | None:
+        """Round robin: the first session in line gives its oldest job and goes to the back of the line."""
+        while self._queues:
+            session_id, queue = next(iter(self._queues.items()))
+            job = queue.popleft()
+            del self._queues[session_id]
+            if queue:
+                self._queues[session_id] = queue  # re-inserted at the end
+            if not job.token.cancelled:
+                return job
+            self._finish(job, "cancelled", error=Cancelled(job.token.reason or "cancelled"))
+        return None
+
+    def _dispatch(self) -> None:
+        with self._lock:
+            while len(self._running) < self.slots and not self._closed.is_set():
+                job = self._next_job()
+                if job is None:
+                    return
+                job.state = "running"
+                job.started = time.monotonic()
+                job.token.start()  # the time limit counts from the start, not from the queue
+                self._running.add(job)
+                self._executor.submit(self._run, job)
+
+    def _run(self, job: Job) -> None:
+        state, result = "done", None
+        error: BaseException | None = None
+        try:
+            with core_cancel.active(job.token), cpu_threads(self.threads_per_job):
+                job.token.check()
+                result = job.compute(Report(job.token, job))
+        except Cancelled as exc:
+            state, error = "cancelled", exc
+        except BaseException as exc:  # handed to the waiting page, which shows it
+            state, error = "failed", exc
+        if state == "done" and self._store is not None:
+            try:
+                self._store(job.name, job.key, result)
+            except Exception as exc:  # a full disk must not lose the result for the waiting page
+                job.label = f"not cached: {exc}"
+        with self._lock:
+            self._running.discard(job)
+            if state == "done" and job.started is not None:
+                self._history[job.name] = time.monotonic() - job.started
+            self._finish(job, state, result=result, error=error)
+            self._dispatch()
+
+    def _finish(self, job: Job, state: str, result: Any = None, error: BaseException | None = None) -> None:
+        job.state, job.result, job.error = state, result, error
+        job.finished = time.monotonic()
+        if self._by_key.get(job.key) is job:
+            del self._by_key[job.key]
+        job.done_event.set()
+
+    # -------------------------------------------------------------- what a waiting page shows
+
+    def jobs(self) -> list[Job]:
+        with self._lock:
+            return [*self._running, *self.queue_order()]
+
+    def queue_order(self) -> list[Job]:
+        """Queued jobs in the order the round robin will start them."""
+        with self._lock:
+            queues = [list(q) for q in self._queues.values()]
+        order: list[Job] = []
+        for depth in range(max((len(q) for q in queues), default=0)):
+            order.extend(q[depth] for q in queues if depth < len(q))
+        return order
+
+    def expected_seconds(self, job: Job) -> float:
+        value = job.estimate if job.estimate is not None else self._history.get(job.name)
+        return float(value) if value is not None else 10.0
+
+    def position(self, job: Job) -> tuple[int, float]:
+        """(1-based place in the queue, estimated seconds until it starts); (0, 0) once it runs."""
+        with self._lock:
+            if job.state != "queued":
+                return 0, 0.0
+            order = self.queue_order()
+            if job not in order:
+                return 0, 0.0
+            ahead = order[: order.index(job)]
+            now = time.monotonic()
+            running = sum(max(0.0, self.expected_seconds(j) - (now - (j.started or now))) for j in self._running)
+            work = running + sum(self.expected_seconds(j) for j in ahead)
+            return len(ahead) + 1, work / self.slots
+
+    # -------------------------------------------------------------- the watchdog
+
+    def _watch(self, every: float) -> None:
+        while not self._closed.wait(every):
+            self.sweep_inactive()
+
+    def sweep_inactive(self) -> None:
+        """Release every job from sessions that are no longer active (closed tabs)."""
+        for job in self.jobs():
+            for session_id in list(job.owners):
+                if self._is_active(session_id) is False:
+                    self.release(job, session_id, "the browser tab was closed")
+
+    def shutdown(self) -> None:
+        self._closed.set()
+        with self._lock:
+            for job in self.jobs():
+                self._cancel(job, "the server is shutting down")
+        self._executor.shutdown(wait=True, cancel_futures=True)
+
+
+def streamlit_session_active(session_id: str) -> bool | None:
+    """True/False from the Streamlit runtime; None where there is no runtime (tests, bare scripts)."""
+    from streamlit import runtime
+
+    if not runtime.exists():
+        return None
+    return bool(runtime.get_instance().is_active_session(session_id))
+
+
+def _store_result(name: str, key: str, value: Any) -> None:
+    from ui import result_cache
+
+    result_cache.put_key(key, value)
+
+
+_scheduler: Scheduler | None = None
+_scheduler_lock = threading.Lock()
+
+
+def scheduler() -> Scheduler:
+    """The process-wide scheduler (created on first use)."""
+    global _scheduler
+    with _scheduler_lock:
+        if _scheduler is None:
+            _scheduler = Scheduler(store=_store_result)
+        return _scheduler
+
+
+# ------------------------------------------------------------------ the page side
+
+
+def _halt() -> None:
+    """End this page run here, still drawing the page's footer (notices, share link)."""
+    import streamlit as st
+
+    from ui import state
+
+    try:
+        state.finish_page()
+    except (AttributeError, KeyError, RuntimeError):  # a bare script without ui.page()
+        pass
+    st.stop()
+
+
+def _session_id() -> str:
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    ctx = get_script_run_ctx(suppress_warning=True)
+    return ctx.session_id if ctx is not None else f"thread-{threading.get_ident()}"
+
+
+def _status_text(sched: Scheduler, job: Job, title: str) -> str:
+    if job.state == "queued":
+        place, wait = sched.position(job)
+        others = "" if place <= 1 else f" ({place - 1} ahead of you)"
+        return f"{title}: waiting for a free compute slot, number {place} in the queue{others}, starts in ~{wait:.0f} s"
+    elapsed = time.monotonic() - (job.started or time.monotonic())
+    limit = job.token.deadline
+    of = f" of at most {limit:.0f} s" if limit is not None else ""
+    label = f": {job.label}" if job.label else ""
+    return f"{title}{label} ({elapsed:.0f} s{of})"
+
+
+def run_heavy(
+    name: str,
+    key: Any,
+    compute: Callable[[Report], T],
+    estimate_seconds: float | None = None,
+    *,
+    title: str | None = None,
+) -> T:
+    """Compute (or fetch) a heavy result for the page: the shared cache first, then the scheduler's queue.
+
+    ``key``: the plain settings that determine the result (scalars, tuples, ``InputSpec``); ``name`` + ``key`` +
+    the engine version form the cache key. ``compute(report)`` must only use those settings; it runs on a
+    worker thread, so it must not call Streamlit. ``estimate_seconds`` at or below ``LIGHT_SECONDS`` runs at once
+    in this thread (light work never waits behind heavy work); above it, or unknown, the job is queued. While
+    waiting the page shows the place in the queue and an estimate, then a progress bar and a Cancel button.
+    A stopped script run (a changed setting, Cancel, a closed tab) releases the job; nobody waiting cancels it.
+    Errors raised by ``compute`` are raised here; a job past ``ATTN_EXPLORER_JOB_SECONDS`` ends the page run
+    with a message naming that setting.
+    """
+    import streamlit as st
+
+    from ui import result_cache
+
+    full = result_cache.make_key(name, key)
+    hit = result_cache.get_key(full)
+    if hit is not None:
+        return hit
+    title = title or name.replace("_", " ").capitalize()
+    session_id = _session_id()
+
+    if estimate_seconds is not None and estimate_seconds <= LIGHT_SECONDS:
+        token = CancelToken(deadline=job_seconds())
+        try:
+            with core_cancel.active(token):
+                value = compute(Report(token))
+        except Cancelled as exc:
+            st.error(f"{title} stopped: {exc}")
+            _halt()
+        result_cache.put_key(full, value)
+        return value
+
+    widget = f"jobs_{full.replace(':', '_')[:40]}"  # one Cancel button per job, even with many on a page
+    cancelled: set[str] = st.session_state.setdefault("_jobs_cancelled", set())
+    if full in cancelled:
+        if not st.button("Run it again", key=f"{widget}_again", icon=":material/replay:"):
+            st.warning(f"{title} was cancelled. Change a setting, or run it again.")
+            _halt()
+        cancelled.discard(full)
+
+    sched = scheduler()
+    placeholder = st.empty()
+    with placeholder.container():
+        bar = st.progress(0.0, text=f"{title}: starting…")
+        stop = st.button("Cancel", key=f"{widget}_cancel", icon=":material/cancel:")
+    if stop:
+        cancelled.add(full)
+        for job in sched.jobs():
+            if job.key == full:
+                sched.release(job, session_id, "cancelled by the user")
+        placeholder.empty()
+        st.button("Run it again", key=f"{widget}_again", icon=":material/replay:")
+        st.warning(f"{title} was cancelled. Change a setting, or run it again.")
+        _halt()
+
+    # Joining happens under the scheduler's lock and only for a job nobody has cancelled, so a job this page
+    # waits on ends done, failed, or cancelled by its own time limit (or a server shutdown).
+    job = sched.submit(name, full, compute, session_id, estimate_seconds)
+    try:
+        while True:
+            bar.progress(job.progress, text=_status_text(sched, job, title))  # also where a stop request arrives
+            if job.done_event.wait(POLL_SECONDS):
+                break
+    finally:
+        if not job.finished_state:
+            sched.release(job, session_id)
+    if job.state == "done":
+        placeholder.empty()
+        return job.result
+    if job.state == "failed" and job.error is not None:
+        placeholder.empty()
+        raise job.error
+    placeholder.empty()
+    st.error(f"{title} stopped: {job.token.reason or 'cancelled'}.")
+    _halt()
+    raise AssertionError("unreachable: st.stop() raises")
