@@ -279,9 +279,13 @@ def test_replica_launcher_serves_through_nginx_and_stops_everything_on_sigterm(t
         launcher.send_signal(signal.SIGTERM)
         assert launcher.wait(timeout=60) == 128 + signal.SIGTERM
     finally:
-        if launcher.poll() is None:
-            launcher.kill()
-            launcher.wait()
+        if launcher.poll() is None:  # a failed check above: SIGTERM lets the launcher stop its replicas and nginx
+            launcher.terminate()
+            try:
+                launcher.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                launcher.kill()
+                launcher.wait()
     deadline = time.monotonic() + 10
     while (healthy(proxy) or healthy(replica)) and time.monotonic() < deadline:
         time.sleep(0.2)
