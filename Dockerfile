@@ -1,6 +1,10 @@
-# CPU image of the Attention Explorer app.
+# CPU image of the Attention Explorer app (GPU hosts: deploy/Dockerfile.gpu; several replicas: deploy/).
 #   docker build -t attention-explorer .
-#   docker run --rm -p 8501:8501 attention-explorer      # then open http://localhost:8501
+#   docker run --rm -p 8501:8501 -v attn-cache:/cache attention-explorer      # then open http://localhost:8501
+# Limits, settable with `docker run -e`:
+#   ATTN_EXPLORER_MEMORY_LIMIT  bytes one computation may use (default 4 GiB); keep it under the container's memory
+#   ATTN_EXPLORER_JOB_SECONDS   seconds before a computation is cancelled (default 60)
+#   ATTN_EXPLORER_CACHE_BYTES   size bound of the result cache in /cache (default 1 GiB)
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -8,7 +12,10 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     STREAMLIT_BROWSER_GATHER_USAGE_STATS=false \
-    HF_HUB_OFFLINE=1
+    HF_HUB_OFFLINE=1 \
+    ATTN_EXPLORER_CACHE_DIR=/cache \
+    ATTN_EXPLORER_MEMORY_LIMIT=4294967296 \
+    ATTN_EXPLORER_JOB_SECONDS=60
 
 WORKDIR /app
 
@@ -20,8 +27,13 @@ RUN pip install --no-cache-dir --extra-index-url https://download.pytorch.org/wh
 COPY . .
 
 # Numeric, non-root user with a home directory (Streamlit and Hugging Face write small caches under $HOME).
-RUN useradd --create-home --uid 10001 --user-group app
+# /cache is created here so a fresh named volume inherits the app user's ownership.
+RUN useradd --create-home --uid 10001 --user-group app \
+    && mkdir -p /cache \
+    && chown 10001:10001 /cache
 USER 10001
+# The shared result cache: mount one volume into every replica so a link computed once is a hit everywhere.
+VOLUME ["/cache"]
 
 EXPOSE 8501
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \

@@ -114,7 +114,10 @@ def test_dockerfile_passes_hadolint() -> None:
             pytest.fail(message)
         pytest.skip(message)
     result = subprocess.run(
-        [hadolint, "--config", ".hadolint.yaml", "Dockerfile"], cwd=REPO_ROOT, capture_output=True, text=True
+        [hadolint, "--config", ".hadolint.yaml", "Dockerfile", "deploy/Dockerfile.gpu"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -141,3 +144,164 @@ def test_dockerignore_keeps_everything_the_app_needs() -> None:
         for pattern in patterns:
             assert not fnmatch.fnmatch(path, pattern.lstrip("/")), f".dockerignore pattern {pattern!r} drops {path}"
     assert ".git" in patterns and ".venv" in patterns
+
+
+def test_images_share_the_cache_volume_and_document_the_limits() -> None:
+    for name in ("Dockerfile", "deploy/Dockerfile.gpu"):
+        dockerfile = (REPO_ROOT / name).read_text()
+        assert "ATTN_EXPLORER_CACHE_DIR=/cache" in dockerfile and re.search(r'^VOLUME \["/cache"\]', dockerfile, re.M)
+        for variable in ("ATTN_EXPLORER_MEMORY_LIMIT", "ATTN_EXPLORER_JOB_SECONDS"):
+            assert re.search(rf"^#.*{variable}", dockerfile, re.M), f"{name} does not document {variable}"
+        # /cache is created and handed to the app user before USER, so a fresh named volume is writable.
+        assert dockerfile.index("chown 10001:10001 /cache") < dockerfile.index("USER 10001")
+
+
+def test_gpu_dockerfile_uses_cuda_torch_python_3_11_as_non_root_with_a_health_check() -> None:
+    dockerfile = (REPO_ROOT / "deploy" / "Dockerfile.gpu").read_text()
+    assert re.search(r"^FROM nvidia/cuda:[0-9.]+-(base|runtime)-ubuntu[0-9.]+\s*$", dockerfile, re.M)
+    # The CUDA build: requirements.txt (torch==2.13.0) from plain PyPI, never the CPU index.
+    assert "torch==2.13.0" in (REPO_ROOT / "requirements.txt").read_text()
+    assert "-r requirements.txt" in dockerfile and "whl/cpu" not in dockerfile
+    assert "uv python install 3.11" in dockerfile and "uv venv --python 3.11" in dockerfile
+    assert re.search(r"^USER [1-9][0-9]*\s*$", dockerfile, re.M)
+    assert re.search(r'CMD \["python", "-c", ".*/_stcore/health', dockerfile)
+    assert re.search(r'^ENTRYPOINT \["streamlit", "run", "app.py", "--server.headless", "true"', dockerfile, re.M)
+
+
+def _nginx_or_skip() -> None:
+    from deploy.replicas import nginx_binary
+
+    try:
+        nginx_binary()
+    except FileNotFoundError as error:
+        if IN_CI:
+            pytest.fail(str(error))
+        pytest.skip(str(error))
+
+
+def test_nginx_accepts_the_generated_config(tmp_path: Path) -> None:
+    from deploy.replicas import check_nginx_conf, render_nginx_conf
+
+    _nginx_or_skip()
+    text = render_nginx_conf(
+        ["127.0.0.1:18501", "127.0.0.1:18502"],
+        "127.0.0.1:18080",
+        error_log=str(tmp_path / "error.log"),
+        access_log=str(tmp_path / "access.log"),
+        temp_dir=str(tmp_path),
+    )
+    for directive in (
+        "hash $replica_key consistent;",
+        "proxy_http_version 1.1;",
+        "proxy_set_header Upgrade $http_upgrade;",
+        "proxy_set_header Connection $connection_upgrade;",
+        "proxy_read_timeout 1d;",
+        "server 127.0.0.1:18502 ",
+    ):
+        assert directive in text, f"generated config lacks {directive!r}"
+    assert "@" not in text.replace("@COOKIE", ""), "a placeholder was left unfilled"
+    conf = tmp_path / "nginx.conf"
+    conf.write_text(text)
+    result = check_nginx_conf(conf, tmp_path)
+    assert result.returncode == 0 and "test is successful" in result.stderr, result.stderr
+
+    # nginx -t really checks: a broken config is refused.
+    conf.write_text(text.replace("hash $replica_key consistent;", "hash_nonsense $replica_key;"))
+    assert check_nginx_conf(conf, tmp_path).returncode != 0
+
+
+def test_config_renderer_refuses_bad_backends() -> None:
+    from deploy.replicas import render_nginx_conf
+
+    logs = {"error_log": "e.log", "access_log": "a.log", "temp_dir": "/tmp"}
+    for servers in ([], ["127.0.0.1"], ["127.0.0.1:0"], ["127.0.0.1:99999"], [":8501"]):
+        with pytest.raises(ValueError, match="servers"):
+            render_nginx_conf(servers, "80", **logs)
+
+
+def test_compose_wires_two_replicas_one_cache_volume_and_the_current_nginx_config() -> None:
+    import yaml
+
+    from deploy.replicas import render_nginx_conf
+
+    compose = yaml.safe_load((REPO_ROOT / "deploy" / "docker-compose.yml").read_text())
+    services = compose["services"]
+    replicas = [name for name, service in services.items() if "build" in service]
+    assert len(replicas) >= 2
+    for name in replicas:
+        assert "results:/cache" in services[name]["volumes"], f"{name} does not mount the shared cache"
+        assert (
+            REPO_ROOT / "deploy" / services[name]["build"]["context"] / services[name]["build"]["dockerfile"]
+        ).is_file()
+    assert "results" in compose["volumes"]
+    proxy = services["proxy"]
+    assert "./nginx.compose.conf:/etc/nginx/nginx.conf:ro" in proxy["volumes"]
+    assert set(proxy["depends_on"]) == set(replicas)
+    expected = render_nginx_conf(
+        [f"{name}:8501" for name in replicas],
+        "80",
+        error_log="/dev/stderr",
+        access_log="/dev/stdout",
+        temp_dir="/tmp",
+    )
+    assert (REPO_ROOT / "deploy" / "nginx.compose.conf").read_text() == expected, (
+        "deploy/nginx.compose.conf is stale: regenerate it with the command in deploy/docker-compose.yml"
+    )
+
+
+def test_ci_installs_nginx_for_the_proxy_test() -> None:
+    ci = (REPO_ROOT / ".ci" / "run").read_text()
+    assert "/usr/sbin/nginx" in ci and re.search(r"apt-get install -y\b.*\bnginx\b", ci)
+
+
+@pytest.mark.slow
+def test_replica_launcher_serves_through_nginx_and_stops_everything_on_sigterm(tmp_path: Path) -> None:
+    import signal
+    import time
+    import urllib.request
+
+    from deploy.replicas import healthy
+
+    _nginx_or_skip()
+    command = [sys.executable, "-m", "deploy.replicas", "--replicas", "1", "--port", "0"]
+    command += ["--run-dir", str(tmp_path / "run"), "--cache-dir", str(tmp_path / "cache")]
+    launcher = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert launcher.stdout is not None
+        line = launcher.stdout.readline()  # printed once every replica and the proxy answer /_stcore/health
+        match = re.match(r"serving (http://127\.0\.0\.1:\d+) -> (127\.0\.0\.1:\d+);", line)
+        assert match, f"unexpected launcher output {line!r}"
+        proxy, replica = match.group(1), "http://" + match.group(2)
+        with urllib.request.urlopen(proxy + "/_stcore/health", timeout=10) as response:
+            cookies = response.headers.get_all("Set-Cookie") or []
+            assert response.status == 200 and any(c.startswith("ae_replica=") for c in cookies), cookies
+        nginx_pid = int((tmp_path / "run" / "nginx.pid").read_text())
+        launcher.send_signal(signal.SIGTERM)
+        assert launcher.wait(timeout=60) == 128 + signal.SIGTERM
+    finally:
+        if launcher.poll() is None:  # a failed check above: SIGTERM lets the launcher stop its replicas and nginx
+            launcher.terminate()
+            try:
+                launcher.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                launcher.kill()
+                launcher.wait()
+    deadline = time.monotonic() + 10
+    while (healthy(proxy) or healthy(replica)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not healthy(proxy) and not healthy(replica), "the proxy or the replica still answers after SIGTERM"
+    with pytest.raises(ProcessLookupError):
+        os.kill(nginx_pid, 0)
+
+
+def test_replicas_get_disjoint_shares_of_the_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    import deploy.replicas as replicas
+
+    monkeypatch.setattr(replicas.os, "sched_getaffinity", lambda pid: set(range(2, 10)))
+    monkeypatch.setattr(replicas.shutil, "which", lambda name: f"/usr/bin/{name}")
+    assert replicas.core_shares(1) == [list(range(2, 10))]
+    assert replicas.core_shares(2) == [[2, 3, 4, 5], [6, 7, 8, 9]]
+    assert replicas.core_shares(3) == [[2, 3, 4], [5, 6, 7], [8, 9]]
+    assert replicas.core_shares(9) == [None] * 9  # more replicas than cores: they share every core
+    monkeypatch.setattr(replicas.shutil, "which", lambda name: None)
+    assert replicas.core_shares(2) == [None, None]

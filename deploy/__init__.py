@@ -1,0 +1,1 @@
+"""Hosted deployment: replicas behind nginx (replicas.py), images (Dockerfile.gpu), docker-compose.yml."""
