@@ -35,6 +35,7 @@ def test_quick_run_has_no_errors_and_positive_times(quick_run: tuple[dict[str, A
     for scenario in (wave["a"], wave["b"], target["c"]["idle"], target["c"]["busy"]):
         assert scenario["errors"] == 0, scenario["error_messages"]
         assert 0 < scenario["p50_s"] <= scenario["p95_s"] <= scenario["max_s"]
+        assert scenario["p50_s"] <= scenario["done_p50_s"] <= scenario["done_p95_s"]
     metrics = target["metrics"]
     assert metrics["a_errors"] == 0 and metrics["b_errors"] == 0 and metrics["c_errors"] == 0
     for key in ("a_p50_s", "a_p95_s", "b_p95_s", "c_idle_s", "c_busy_s"):
