@@ -518,6 +518,7 @@ async def scenario_c(server: Server, cfg: Config, label: str) -> dict[str, Any]:
     result["heavy_error"] = heavy_result.error if heavy_result else None
     result["idle"] = summarise(idle)
     result["busy"] = summarise(busy)
+    result["visits"] = [dict(asdict(v), phase=phase) for phase, vs in (("idle", idle), ("busy", busy)) for v in vs]
     ok = result["idle"]["p50_s"] is not None and result["busy"]["p50_s"] is not None
     result["slowdown_s"] = result["busy"]["p50_s"] - result["idle"]["p50_s"] if ok else None
     print(

@@ -47,6 +47,8 @@ def test_quick_run_has_no_errors_and_positive_times(quick_run: tuple[dict[str, A
     if metrics["a_cache_hits"] is not None:
         assert metrics["a_cache_hits"] >= 0
     assert target["c"]["heavy"].startswith("Regime_map")
+    assert [v["phase"] for v in target["c"]["visits"]] == ["idle", "busy"]
+    assert all(v["first_chart_s"] > 0 and v["error"] is None for v in target["c"]["visits"])
 
 
 @pytest.mark.timeout(150)
