@@ -210,6 +210,7 @@ def fit_kernel(
                 orthogonal_init=orthogonal_init,
                 generator=generator,
                 progress=report,
+                cancel=cancel,
             )
         )
     parts = [f.weights for f in fits]
@@ -244,6 +245,7 @@ def _fit_one(
     orthogonal_init: bool,
     generator: Callable[[int], torch.Generator],
     progress: Callable[[int, int], None] | None,
+    cancel: CancelToken | None = None,
 ) -> FittedKernel:
     """fit_kernel on one batch element (q, k: (1, n, d))."""
     start = time.perf_counter()
