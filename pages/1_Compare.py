@@ -8,6 +8,7 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 import ui
+from core import limits
 
 ui.page("Compare", icon=":material/compare:")
 s = ui.sidebar()
@@ -58,6 +59,11 @@ if methods:
                 tab.caption(ui.registered_methods()[method].description)
                 params[method] = ui.method_controls(s, method, where=tab)
 
+if not ui.state.within_limits(
+    lambda: limits.check("n", s.n, limits.sizes_up_to(s.n), lambda n: limits.compare_estimate(params, n, s.d, s.heads))
+):
+    ui.finish()
+    st.stop()
 exact = s.exact()
 results = {}
 with st.spinner("Computing approximations…"):

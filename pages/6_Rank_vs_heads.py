@@ -14,6 +14,7 @@ import streamlit as st
 
 import ui
 from core import device as core_device
+from core import limits
 from core import rank_heads as rh
 from ui.sidebar import navigation
 
@@ -427,34 +428,39 @@ with tab_c:
             "hardmax": hard,
         }
 
-    cc = construction_curve(d, c_points, target)
-    fig_c = ui.line_figure(
-        f"Fact 1 head: error against c (d = {d}, N = {c_points})",
-        "inverse temperature c",
-        "error",
-        log_x=True,
-        log_y=True,
-    )
-    fig_c.add_scatter(x=cc["c"], y=cc["error"], mode="lines+markers", name="softmax head, V = I, KQᵀ = c·I")
-    guide = cc["error"][-1] * cc["c"][-1] / cc["c"]
-    fig_c.add_scatter(x=cc["c"], y=guide, mode="lines", name="∝ 1/c (guide)", line={"dash": "dot", "color": "#999"})
-    fig_c.add_scatter(
-        x=cc["c"],
-        y=0.2 * cc["entropy"],
-        mode="lines",
-        name="0.2 × attention entropy (nats)",
-        line={"dash": "dash", "color": "#e67e22"},
-    )
-    ui.show_figure(
-        fig_c,
-        "fact1_temperature",
-        data=pd.DataFrame({"c": cc["c"], "error": cc["error"], "entropy_nats": cc["entropy"]}),
-        key="fact1",
-    )
-    st.markdown(
-        f"Hardmax (c = ∞): error **{cc['hardmax']:.3g}** — exact. At c = {cc['c'][-1]:.0f}: "
-        f"c × error = {cc['c'][-1] * cc['error'][-1]:.2f} (the notes measure ≈ 2.6 at d = 16, N = 16)."
-    )
+    if ui.state.within_limits(
+        lambda: limits.check(
+            "N for this panel", c_points, range(2, 257), lambda n: limits.construction_estimate(d, n, samples=20_000)
+        )
+    ):
+        cc = construction_curve(d, c_points, target)
+        fig_c = ui.line_figure(
+            f"Fact 1 head: error against c (d = {d}, N = {c_points})",
+            "inverse temperature c",
+            "error",
+            log_x=True,
+            log_y=True,
+        )
+        fig_c.add_scatter(x=cc["c"], y=cc["error"], mode="lines+markers", name="softmax head, V = I, KQᵀ = c·I")
+        guide = cc["error"][-1] * cc["c"][-1] / cc["c"]
+        fig_c.add_scatter(x=cc["c"], y=guide, mode="lines", name="∝ 1/c (guide)", line={"dash": "dot", "color": "#999"})
+        fig_c.add_scatter(
+            x=cc["c"],
+            y=0.2 * cc["entropy"],
+            mode="lines",
+            name="0.2 × attention entropy (nats)",
+            line={"dash": "dash", "color": "#e67e22"},
+        )
+        ui.show_figure(
+            fig_c,
+            "fact1_temperature",
+            data=pd.DataFrame({"c": cc["c"], "error": cc["error"], "entropy_nats": cc["entropy"]}),
+            key="fact1",
+        )
+        st.markdown(
+            f"Hardmax (c = ∞): error **{cc['hardmax']:.3g}** — exact. At c = {cc['c'][-1]:.0f}: "
+            f"c × error = {cc['c'][-1] * cc['error'][-1]:.2f} (the notes measure ≈ 2.6 at d = 16, N = 16)."
+        )
 
 # ------------------------------------------------------------------------------------------------ theory
 with tab_theory:

@@ -840,3 +840,19 @@ def _render_link(state: PageState) -> None:
             args=(upload_key, state.page),
             help="A settings file downloaded from this page; its values replace the current ones.",
         )
+
+
+# ------------------------------------------------------------------ server-side limits
+
+
+def within_limits(check: Callable[[], Any], where: Any = None) -> bool:
+    """Run a ``core.limits`` check before heavy work; on refusal show its message (knob, largest value that
+    fits) as an error and return False, so the page skips the work instead of holding the server."""
+    from core.errors import ParameterError
+
+    try:
+        check()
+    except ParameterError as exc:
+        (where or st).error(f"Refused before starting, to keep this shared server responsive: {exc}")
+        return False
+    return True
