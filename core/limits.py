@@ -166,9 +166,12 @@ def construction_estimate(d: int, n_points: int, samples: int = 20_000, curve_po
     """Fact 1's construction (core.rank_heads.construction): float64 tensors of samples x N x d, repeated
     at every inverse temperature of the curve."""
     cube = float(samples) * n_points * d * 8
-    # The Gaussian draw, its transpose-normalised copy, and the einsum temporaries live together.
-    nbytes = BASE_BYTES + 3.0 * cube + 6.0 * samples * n_points * 8
-    flops = curve_points * (12.0 * samples * n_points * d + 20.0 * samples * n_points)
+    # The Gaussian draw, its normalised copy, the target and the einsum temporaries live together
+    # (measured: 3.7 cubes at d = 16, N = 64).
+    nbytes = BASE_BYTES + 4.5 * cube + 6.0 * samples * n_points * 8
+    # Seeded float64 draws and batched small einsums run far below the GEMM rate: about 200 ns per element
+    # and c value measured on a busy 2-core CPU (d = 16, N = 64), i.e. ~100 "flops" at the assumed rate.
+    flops = curve_points * (120.0 * samples * n_points * d + 20.0 * samples * n_points)
     return from_flops(flops, nbytes)
 
 
