@@ -129,7 +129,8 @@ def method_estimate(method: str, n: int, d: int, heads: int, params: Mapping[str
     from core.profiling import model_cost
 
     spec = registry.get(method)
-    cost = model_cost(method, n, d, heads, dict(params))
+    params = _budget_or(method, n, d, params)  # knobs chosen at a larger n may be out of range here
+    cost = model_cost(method, n, d, heads, params)
     flops = float(cost.flops) if cost is not None else 4.0 * heads * n * n * d
     nbytes = float(cost.memory) * FLOAT_BYTES * WORKING_SET_FACTOR if cost is not None else 0.0
     if method == "learned_kernel":
@@ -219,3 +220,8 @@ def _budget_or(method: str, n: int, d: int, params: Mapping[str, Any]) -> dict[s
 def sizes_up_to(value: int, step: int = 16, low: int = 16) -> Sequence[int]:
     """Candidate values of an n slider (multiples of ``step`` from ``low``)."""
     return list(range(low, max(low, value) + 1, step))
+
+
+def scaled(estimate: Estimate, runs: int) -> Estimate:
+    """``runs`` of the same computation one after another: time adds up, memory does not."""
+    return Estimate(estimate.bytes, estimate.seconds * runs)

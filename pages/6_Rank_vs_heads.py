@@ -172,6 +172,9 @@ with tab_grid:
     grid_ok = True
     try:
         rh.check_grid(d, n_points, ranks or [d], head_counts or [1], steps, seeds=seeds)
+        limits.check(  # the whole grid's training time against the server's job limit
+            "Steps", steps, STEPS, lambda t: limits.Estimate(0, rh.estimate_seconds(d, cells, t, seeds=seeds))
+        )
     except ValueError as exc:
         grid_ok = False
         st.error(f"This grid is refused: {exc}")
