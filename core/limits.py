@@ -193,11 +193,12 @@ def sweep_estimate(
     from core.sweeps import CHUNK_ELEMENTS
 
     per_chunk = max(1, min(points, CHUNK_ELEMENTS // max(1, batch * n * n)))
+    calls = math.ceil(points / per_chunk)  # temperatures in a chunk run as one batched call
     seconds = 0.0
     peak = 0.0
     for method, params in methods.items():
         one = method_estimate(method, n, d, batch, _budget_or(method, n, d, params), dense=True)
-        seconds += one.seconds * points * rows
+        seconds += ((one.seconds - CALL_SECONDS) * points + CALL_SECONDS * calls) * rows
         peak = max(peak, one.bytes * per_chunk)
     exact = exact_estimate(n, d, batch)
     seconds += exact.seconds * points * rows
