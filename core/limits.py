@@ -232,3 +232,19 @@ def sizes_up_to(value: int, step: int = 16, low: int = 16) -> Sequence[int]:
 def scaled(estimate: Estimate, runs: int) -> Estimate:
     """``runs`` of the same computation one after another: time adds up, memory does not."""
     return Estimate(estimate.bytes, estimate.seconds * runs)
+
+
+def check_compare(methods: Mapping[str, Mapping[str, Any]], n: int, d: int, heads: int) -> Estimate:
+    """The Compare page's check: refuse naming the largest n that fits or, when no n fits with these knobs,
+    the method whose own knobs cost the most (so the link's author knows what to drop or lower)."""
+    try:
+        return check("n", n, sizes_up_to(n), lambda size: compare_estimate(methods, size, d, heads))
+    except ParameterError as exc:
+        if "the largest n that fits" in str(exc) or not methods:
+            raise
+        costs = {m: method_estimate(m, n, d, heads, p, dense=True) for m, p in methods.items()}
+        worst = max(costs, key=lambda m: costs[m].seconds / job_seconds() + costs[m].bytes / memory_limit_bytes())
+        raise ParameterError(
+            "methods",
+            f"{worst} alone would need {costs[worst].describe()} with its knobs at n = {n}; {exc}",
+        ) from exc

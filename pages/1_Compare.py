@@ -59,9 +59,7 @@ if methods:
                 tab.caption(ui.registered_methods()[method].description)
                 params[method] = ui.method_controls(s, method, where=tab)
 
-if not ui.state.within_limits(
-    lambda: limits.check("n", s.n, limits.sizes_up_to(s.n), lambda n: limits.compare_estimate(params, n, s.d, s.heads))
-):
+if not ui.state.within_limits(lambda: limits.check_compare(params, s.n, s.d, s.heads)):
     ui.finish()
     st.stop()
 exact = s.exact()

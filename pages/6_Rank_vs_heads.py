@@ -364,8 +364,18 @@ with tab_n:
     missing = [c for c in sweep_cells if lookup(n_key(*c)) is None]
     n_estimate = sum(rh.estimate_seconds(d, [(r, h)], steps, seeds=seeds, device=device.type) for r, h, _ in missing)
     st.caption(f"{len(sweep_cells)} runs; about {n_estimate:.0f} s still to train.")
-    go_n = st.button("Train the N sweep", key="train_n", disabled=not missing)
-    if missing and (go_n or (auto and n_estimate <= AUTO_SECONDS / 3)):
+    n_ok = ui.state.within_limits(
+        lambda: limits.check(
+            "Steps",
+            steps,
+            STEPS,
+            lambda t: limits.Estimate(
+                0, sum(rh.estimate_seconds(d, [(r, h)], t, seeds=seeds, device=device.type) for r, h, _ in missing)
+            ),
+        )
+    )
+    go_n = st.button("Train the N sweep", key="train_n", disabled=not missing or not n_ok)
+    if missing and n_ok and (go_n or (auto and n_estimate <= AUTO_SECONDS / 3)):
         status = st.status("Training the N sweep…", expanded=False)
         prog = status.progress(0.0)
         for index, (r, h, n) in enumerate(missing):

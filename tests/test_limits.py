@@ -151,3 +151,17 @@ def test_sweep_estimate_against_a_real_run() -> None:
         lambda: core.sweeps.error_vs_entropy(x.q, x.k, x.v, list(chosen), taus=[0.1 * (i + 1) for i in range(points)])
     )
     assert_conservative(limits.sweep_estimate(chosen, n, d, 1, points), peak, seconds)
+
+
+def test_compare_refusal_names_the_costly_method_when_no_n_fits() -> None:
+    knobs = {"performer": {}, "learned_kernel": {"steps": 2000, "features": 1024}}
+    with pytest.raises(ParameterError) as err:
+        limits.check_compare(knobs, 4096, 64, 2)
+    assert err.value.parameter == "methods"
+    assert str(err.value).startswith("methods: learned_kernel alone would need"), str(err.value)
+    with pytest.raises(ParameterError) as err:
+        limits.check_compare({"performer": {}, "lsh": {}}, 4096, 256, 16)
+    best = limits.largest_fitting(
+        limits.sizes_up_to(4096), lambda n: limits.compare_estimate({"performer": {}, "lsh": {}}, n, 256, 16)
+    )
+    assert best is not None and f"the largest n that fits is {best}." in str(err.value)
