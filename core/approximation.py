@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,14 +10,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from core import registry
+from core import limits, registry
 from core.errors import ParameterError
 
 # attention() materialises n x n per batch element; above these it refuses.
 DENSE_MAX_N = 4096
 DENSE_MAX_ELEMENTS = 2**27  # 512 MiB of float32 over the whole batch
-# The efficient path refuses inputs whose analytic working set would exceed this many bytes.
-MEMORY_LIMIT_BYTES = int(os.environ.get("ATTN_EXPLORER_MEMORY_LIMIT", str(6 * 2**30)))
 # Working-set multiplier over the analytic "scalars stored": scores, their exp, and temporaries.
 WORKING_SET_FACTOR = 4
 
@@ -330,11 +327,12 @@ def approximate(
     cost = spec.cost(inputs, checked) if spec.cost is not None else None
     if cost is not None:
         need = cost.memory * inputs.q.element_size() * WORKING_SET_FACTOR
-        if need > MEMORY_LIMIT_BYTES:
+        limit = limits.memory_limit_bytes()  # ATTN_EXPLORER_MEMORY_LIMIT, read per call
+        if need > limit:
             raise ParameterError(
                 "n",
                 f"{method} at n = {n}, batch {inputs.batch} would need about {need / 2**30:.1f} GiB; "
-                f"the limit is {MEMORY_LIMIT_BYTES / 2**30:.1f} GiB. Lower n, the batch, or the method's budget.",
+                f"the limit is {limit / 2**30:.1f} GiB. Lower n, the batch, or the method's budget.",
             )
     result = spec.fn(inputs, checked)
     result.params = checked

@@ -8,6 +8,7 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 import ui
+from core import limits
 from ui.scrubber import scrubber_section
 
 ui.page("Compare", icon=":material/compare:")
@@ -59,6 +60,9 @@ if methods:
                 tab.caption(ui.registered_methods()[method].description)
                 params[method] = ui.method_controls(s, method, where=tab)
 
+if not ui.state.within_limits(lambda: limits.check_compare(params, s.n, s.d, s.heads)):
+    ui.finish()
+    st.stop()
 exact = s.exact()
 results = {}
 with st.spinner("Computing approximations…"):

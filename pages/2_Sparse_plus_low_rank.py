@@ -11,6 +11,7 @@ import torch
 
 import core
 import ui
+from core import limits
 
 ui.page("Sparse + low rank", icon=":material/join_inner:", url_path="Sparse_plus_low_rank")
 s = ui.sidebar(max_n=1024)
@@ -224,10 +225,13 @@ ui.explain(
 )
 rpca_on = ui.toggle("Compute the RPCA oracle (slow: tens of seconds at n = 512 on a CPU)", "rpca", False)
 if rpca_on:
+    rpca_params = core.budget_params("rpca", s.n, s.d, s.fraction) if "rpca" in ui.registered_methods() else {}
+    rpca_steps = int(rpca_params.get("iterations", 500))
     if "rpca" not in ui.registered_methods():
         st.info("The RPCA oracle is not available in this engine yet.")
-    else:
-        rpca_params = core.budget_params("rpca", s.n, s.d, s.fraction)
+    elif ui.state.within_limits(
+        lambda: limits.check("n", s.n, limits.sizes_up_to(s.n), lambda n: limits.rpca_estimate(n, 1, rpca_steps))
+    ):
         with st.spinner("Running robust PCA…"):
             rp = s.parts("rpca", rpca_params, ("sparse", "low_rank", "attention"))
         cols = st.columns(3)

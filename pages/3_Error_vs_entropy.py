@@ -10,7 +10,7 @@ import streamlit as st
 import torch
 
 import ui
-from core import sweeps
+from core import limits, sweeps
 from ui import compute
 from ui.scrubber import scrubber_section
 
@@ -113,6 +113,15 @@ if s.spec.source != "real":
 
     if not chosen:
         st.info("Pick at least one method.")
+    elif not ui.state.within_limits(
+        lambda: limits.check(
+            "n",
+            s.n,
+            limits.sizes_up_to(s.n),
+            lambda n: limits.sweep_estimate({m: params[m] for m in chosen}, n, s.d, s.heads, len(taus)),
+        )
+    ):
+        pass
     else:
         status = st.status("Sweeping the temperature…", expanded=False)
         key = tuple((m, ui.params_key(params[m])) for m in chosen)

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from core import sweeps
+from core import limits, sweeps
 from ui import compute
 
 ui.page("Regime map", icon=":material/grid_on:")
@@ -114,6 +114,16 @@ def regime(
     }
 
 
+if not ui.state.within_limits(
+    lambda: limits.check(
+        "n",
+        s.n,
+        limits.sizes_up_to(s.n),
+        lambda n: limits.sweep_estimate(params, n, s.d, 1, len(betas), rows=len(spreads)),
+    )
+):
+    ui.finish()
+    st.stop()
 status = st.status(f"Computing {len(betas) * len(spreads)} cells…", expanded=False)
 try:
     args = (

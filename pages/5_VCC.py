@@ -15,6 +15,7 @@ from plotly.subplots import make_subplots
 
 import core
 import ui
+from core import limits as server_limits
 from core import vcc_tree
 from core.approximators.vcc import cost_model
 from ui import compute
@@ -508,6 +509,19 @@ rows_choice = ui.choice(
     fmt=lambda v: "VIP rows (the paper's target)" if v == "vip" else "all rows",
 )
 sweep_key = {k: v for k, v in params.items() if k not in ("selector", "scale_correction", "fine_blocks")}
+sweep_runs = 2 * len(SELECTOR_LABELS) * len(sweep_budgets(budget_max))
+if not ui.state.within_limits(
+    lambda: server_limits.check(
+        "n",
+        s.n,
+        server_limits.sizes_up_to(s.n),
+        lambda n: server_limits.scaled(
+            server_limits.method_estimate("vcc", n, s.d, s.heads, sweep_key, dense=False), sweep_runs
+        ),
+    )
+):
+    ui.finish()
+    st.stop()
 sweep_args = (s.spec, s.beta, ui.params_key(sweep_key), s.seed, budget_max)
 sweep = pd.DataFrame(
     ui.run_heavy(

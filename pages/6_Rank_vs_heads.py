@@ -14,6 +14,7 @@ import streamlit as st
 
 import ui
 from core import device as core_device
+from core import limits
 from core import rank_heads as rh
 from ui.sidebar import navigation
 
@@ -175,6 +176,9 @@ with tab_grid:
     grid_ok = True
     try:
         rh.check_grid(d, n_points, ranks or [d], head_counts or [1], steps, seeds=seeds)
+        limits.check(  # the whole grid's training time against the server's job limit
+            "Steps", steps, STEPS, lambda t: limits.Estimate(0, rh.estimate_seconds(d, cells, t, seeds=seeds))
+        )
     except ValueError as exc:
         grid_ok = False
         st.error(f"This grid is refused: {exc}")
@@ -364,8 +368,18 @@ with tab_n:
     missing = [c for c in sweep_cells if lookup(n_key(*c)) is None]
     n_estimate = sum(rh.estimate_seconds(d, [(r, h)], steps, seeds=seeds, device=device.type) for r, h, _ in missing)
     st.caption(f"{len(sweep_cells)} runs; about {n_estimate:.0f} s still to train.")
-    go_n = st.button("Train the N sweep", key="train_n", disabled=not missing)
-    if missing and (go_n or (auto and n_estimate <= AUTO_SECONDS / 3)):
+    n_ok = ui.state.within_limits(
+        lambda: limits.check(
+            "Steps",
+            steps,
+            STEPS,
+            lambda t: limits.Estimate(
+                0, sum(rh.estimate_seconds(d, [(r, h)], t, seeds=seeds, device=device.type) for r, h, _ in missing)
+            ),
+        )
+    )
+    go_n = st.button("Train the N sweep", key="train_n", disabled=not missing or not n_ok)
+    if missing and n_ok and (go_n or (auto and n_estimate <= AUTO_SECONDS / 3)):
         status = st.status("Training the N sweep…", expanded=False)
         prog = status.progress(0.0)
         for index, (r, h, n) in enumerate(missing):
@@ -440,34 +454,39 @@ with tab_c:
         title = "Evaluating the construction"
         return ui.run_heavy("rank_heads_construction", (d, n, target), work, estimate, title=title)
 
-    cc = construction_curve(d, c_points, target)
-    fig_c = ui.line_figure(
-        f"Fact 1 head: error against c (d = {d}, N = {c_points})",
-        "inverse temperature c",
-        "error",
-        log_x=True,
-        log_y=True,
-    )
-    fig_c.add_scatter(x=cc["c"], y=cc["error"], mode="lines+markers", name="softmax head, V = I, KQᵀ = c·I")
-    guide = cc["error"][-1] * cc["c"][-1] / cc["c"]
-    fig_c.add_scatter(x=cc["c"], y=guide, mode="lines", name="∝ 1/c (guide)", line={"dash": "dot", "color": "#999"})
-    fig_c.add_scatter(
-        x=cc["c"],
-        y=0.2 * cc["entropy"],
-        mode="lines",
-        name="0.2 × attention entropy (nats)",
-        line={"dash": "dash", "color": "#e67e22"},
-    )
-    ui.show_figure(
-        fig_c,
-        "fact1_temperature",
-        data=pd.DataFrame({"c": cc["c"], "error": cc["error"], "entropy_nats": cc["entropy"]}),
-        key="fact1",
-    )
-    st.markdown(
-        f"Hardmax (c = ∞): error **{cc['hardmax']:.3g}** — exact. At c = {cc['c'][-1]:.0f}: "
-        f"c × error = {cc['c'][-1] * cc['error'][-1]:.2f} (the notes measure ≈ 2.6 at d = 16, N = 16)."
-    )
+    if ui.state.within_limits(
+        lambda: limits.check(
+            "N for this panel", c_points, range(2, 257), lambda n: limits.construction_estimate(d, n, samples=20_000)
+        )
+    ):
+        cc = construction_curve(d, c_points, target)
+        fig_c = ui.line_figure(
+            f"Fact 1 head: error against c (d = {d}, N = {c_points})",
+            "inverse temperature c",
+            "error",
+            log_x=True,
+            log_y=True,
+        )
+        fig_c.add_scatter(x=cc["c"], y=cc["error"], mode="lines+markers", name="softmax head, V = I, KQᵀ = c·I")
+        guide = cc["error"][-1] * cc["c"][-1] / cc["c"]
+        fig_c.add_scatter(x=cc["c"], y=guide, mode="lines", name="∝ 1/c (guide)", line={"dash": "dot", "color": "#999"})
+        fig_c.add_scatter(
+            x=cc["c"],
+            y=0.2 * cc["entropy"],
+            mode="lines",
+            name="0.2 × attention entropy (nats)",
+            line={"dash": "dash", "color": "#e67e22"},
+        )
+        ui.show_figure(
+            fig_c,
+            "fact1_temperature",
+            data=pd.DataFrame({"c": cc["c"], "error": cc["error"], "entropy_nats": cc["entropy"]}),
+            key="fact1",
+        )
+        st.markdown(
+            f"Hardmax (c = ∞): error **{cc['hardmax']:.3g}** — exact. At c = {cc['c'][-1]:.0f}: "
+            f"c × error = {cc['c'][-1] * cc['error'][-1]:.2f} (the notes measure ≈ 2.6 at d = 16, N = 16)."
+        )
 
 # ------------------------------------------------------------------------------------------------ theory
 with tab_theory:

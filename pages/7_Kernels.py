@@ -14,6 +14,7 @@ import torch
 import core
 import ui
 from core import kernels as K
+from core import limits
 from ui import compute
 
 FEATURE_GRID = [4, 8, 16, 32, 64, 128, 256]
@@ -376,9 +377,22 @@ with tabs[4]:
         )
         return {"rows": res.rows, "curves": res.curves}
 
+    fits = 2 * len(variants) + len(PENALTIES)  # each variant on this input and a fresh one, then the λ sweep
     if not variants:
         st.info("Pick at least one variant.")
-    else:
+    elif ui.state.within_limits(
+        lambda: limits.check(
+            "Steps",
+            steps,
+            [10, 25, 50, 100, 200, 400],
+            lambda t: limits.scaled(
+                limits.method_estimate(
+                    "learned_kernel", s.n, s.d, s.heads, {"features": features, "steps": t}, dense=True
+                ),
+                fits,
+            ),
+        )
+    ):
         cmp_args = (s.spec, s.beta, features, tuple(variants), steps, penalty, lr, s.seed, s.device_name)
         cmp = ui.run_heavy(
             "kernels_comparison",

@@ -12,7 +12,7 @@ import streamlit as st
 
 import ui
 from core import device as core_device
-from core import profiling, registry
+from core import limits, profiling, registry
 
 RESULTS_DIR = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 SIZES = [2**p for p in range(6, 17)]  # 64 .. 65536
@@ -85,6 +85,19 @@ memory_limit = ui.log_slider(
     help="A method stops before a size whose analytic working set is above this.",
 )
 
+# Server limits: a size may run ~3 calls of up to point_s each after the total check, so the whole plan
+# (total_s + 3 point_s) must fit ATTN_EXPLORER_JOB_SECONDS, and the memory knob the server's limit.
+job_s, server_mib = limits.job_seconds(), limits.memory_limit_bytes() / 2**20
+if 4 * point_limit > job_s:
+    ui.notice(f"**Time per size**: {point_limit:g} s is over this server's job limit; using {job_s / 4:g} s.")
+    point_limit = job_s / 4
+if total_limit + 3 * point_limit > job_s:
+    fitted = job_s - 3 * point_limit
+    ui.notice(f"**Total time**: {total_limit:g} s is over this server's job limit; using {fitted:g} s.")
+    total_limit = fitted
+if memory_limit > server_mib:
+    ui.notice(f"**Memory**: {memory_limit:g} MiB is over this server's limit; using {server_mib:.0f} MiB.")
+    memory_limit = server_mib
 sizes = [n for n in SIZES if n_low <= n <= n_high]
 run_methods = (["exact"] if with_exact else []) + list(methods)
 settings_key = json.dumps(

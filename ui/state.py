@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import streamlit as st
+from streamlit.runtime.state.session_state_proxy import get_session_state
 
 # URL parameters that are not widgets.
 LESSON_KEY = "lesson"
@@ -334,10 +335,12 @@ def _bind(
         fixed, problem = parse(raw)
         if problem:
             notice(problem)
-        if fixed is not None and not hidden and not _raw_matches(raw, (widget_url or to_url)(fixed)):
-            # Streamlit drops URL values it cannot use; the session value takes over. (The address bar then
-            # lacks the corrected value until the control is moved; the share box always has it.)
-            st.session_state[key] = fixed
+        if not hidden and (fixed is None or not _raw_matches(raw, (widget_url or to_url)(fixed))):
+            # Streamlit parses the URL value itself when the widget is made, and some values crash it
+            # (`?seed=inf` -> OverflowError); so it only ever sees the cleaned value, or none.
+            _replace_url_value(key, None if fixed is None else (widget_url or to_url)(fixed))
+            if fixed is not None:
+                st.session_state[key] = fixed
     if hidden:
         store = session["hidden"].setdefault(state.page, {})
         if state.first_run:
@@ -353,6 +356,26 @@ def _bind(
             notice(f"**{label}**: the link's value `{_cut(raw)}` could not be applied; using `{_cut(to_url(value))}`.")
     state.controls[key] = Control(key, label, default, value, to_url, parse, hidden)
     return value
+
+
+def _replace_url_value(key: str, url_value: str | list[str] | None) -> None:
+    """Replace (None: remove) a URL value before its widget exists, in the address bar and in the snapshot
+    Streamlit seeds widgets from (it has no public setter; streamlit is pinned in requirements.txt)."""
+    try:
+        if url_value is None:
+            if key in st.query_params:
+                del st.query_params[key]
+        else:
+            st.query_params[key] = url_value
+        with get_session_state().query_params() as params:
+            initial = getattr(params, "_initial_query_params", None)
+            if isinstance(initial, dict):
+                if url_value is None:
+                    initial.pop(key, None)
+                else:
+                    initial[key] = list(url_value) if isinstance(url_value, list) else [url_value]
+    except Exception:  # noqa: BLE001 - the page must render even if the address bar cannot be rewritten
+        pass
 
 
 def _raw_matches(raw: list[str], url_value: str | list[str]) -> bool:
@@ -380,9 +403,21 @@ def int_slider(
     help: str | None = None,
     where: Any = None,
 ) -> int:
-    """An integer slider bound to ``?key=``. Out-of-range URL values are clamped with a notice."""
+    """An integer slider bound to ``?key=``. Out-of-range URL values are clamped with a notice.
+
+    When the range is a single value (e.g. a one-token text), it is shown as fixed text instead: Streamlit
+    refuses a slider whose minimum equals its maximum.
+    """
     where = where or st
+    high = max(high, low)
     default = min(max(default, low), high)
+
+    def make() -> Any:
+        if high == low:
+            where.markdown(f"**{label}**: {low} (the only value possible here)", help=help)
+            return low
+        return where.slider(label, low, high, default, step=step, key=key, help=help, bind="query-params")
+
     return int(
         _bind(
             key,
@@ -390,7 +425,7 @@ def int_slider(
             default,
             int_parser(label, low, high),
             _fmt_number,
-            lambda: where.slider(label, low, high, default, step=step, key=key, help=help, bind="query-params"),
+            make,
             valid_now=lambda v: isinstance(v, int) and low <= v <= high,
         )
     )
@@ -434,9 +469,19 @@ def float_slider(
     help: str | None = None,
     where: Any = None,
 ) -> float:
-    """A float slider bound to ``?key=``."""
+    """A float slider bound to ``?key=`` (a single-value range is shown as fixed text, as in int_slider)."""
     where = where or st
+    high = max(high, low)
     default = min(max(default, low), high)
+
+    def make() -> Any:
+        if high == low:
+            where.markdown(f"**{label}**: {_fmt_number(float(low))} (the only value possible here)", help=help)
+            return float(low)
+        return where.slider(
+            label, float(low), float(high), float(default), step=float(step), key=key, help=help, bind="query-params"
+        )
+
     return float(
         _bind(
             key,
@@ -444,16 +489,7 @@ def float_slider(
             default,
             float_parser(label, low, high),
             _fmt_number,
-            lambda: where.slider(
-                label,
-                float(low),
-                float(high),
-                float(default),
-                step=float(step),
-                key=key,
-                help=help,
-                bind="query-params",
-            ),
+            make,
             equal=lambda a, b: abs(float(a) - float(b)) <= step / 2 + 1e-12,
             valid_now=lambda v: isinstance(v, (int, float)) and low <= v <= high,
         )
@@ -819,3 +855,19 @@ def _render_link(state: PageState) -> None:
             args=(upload_key, state.page),
             help="A settings file downloaded from this page; its values replace the current ones.",
         )
+
+
+# ------------------------------------------------------------------ server-side limits
+
+
+def within_limits(check: Callable[[], Any], where: Any = None) -> bool:
+    """Run a ``core.limits`` check before heavy work; on refusal show its message (knob, largest value that
+    fits) as an error and return False, so the page skips the work instead of holding the server."""
+    from core.errors import ParameterError
+
+    try:
+        check()
+    except ParameterError as exc:
+        (where or st).error(f"Refused before starting, to keep this shared server responsive: {exc}")
+        return False
+    return True

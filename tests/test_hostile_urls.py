@@ -1,0 +1,175 @@
+"""Hostile links: whatever a stranger puts in the URL, every page renders with notices, never an exception.
+
+Each page's URL parameters are discovered by running it once (the controls ui.state registered), plus every
+method knob of the registry on pages with a method picker, the non-widget keys (lesson, hide) and an unknown
+key. Hypothesis then draws hostile values for them (infinities, NaN, huge and negative numbers, fractions,
+wrong types, repeated keys, very long and unicode text), derandomized so CI sees the same cases every run.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # the pages import `ui` and `core` from the repo root, as `streamlit run` does
+    sys.path.insert(0, str(ROOT))
+
+import core  # noqa: E402
+from core import limits  # noqa: E402
+from ui import state  # noqa: E402
+
+PAGES = ["app.py", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pages").glob("*.py"))]
+# Small work per page, so the examples are about parsing, not computing (hostile values may override these).
+CHEAP: dict[str, dict[str, str]] = {
+    "pages/2_Sparse_plus_low_rank.py": {"f4_draws": "1"},
+    "pages/3_Error_vs_entropy.py": {"points": "4"},
+    "pages/4_Regime_map.py": {"nb": "2", "ns": "2"},
+    "pages/6_Rank_vs_heads.py": {"steps": "20"},
+    "pages/7_Kernels.py": {"draws": "250", "lk_steps": "10"},
+}
+# Estimates refuse heavy settings against this limit; a run must also finish within the production default.
+JOB_SECONDS = 20
+RUN_LIMIT_S = limits.DEFAULT_JOB_SECONDS
+MAX_EXAMPLES = 25  # 9 pages x 25: about 2.5 minutes on 2 cores
+UNKNOWN_KEY = "no_such_knob"
+CASES_TRIED: dict[str, int] = {}
+
+HOSTILE_TEXT = [
+    "inf",
+    "-inf",
+    "Infinity",
+    "-Infinity",
+    "1e309",
+    "-1e309",
+    "nan",
+    "NaN",
+    "-0",
+    "0",
+    "-1",
+    "1e18",
+    "99999999999999999999999999",
+    "-99999999999999999999999999",
+    "1.5",
+    "1/0",
+    "0/0",
+    "1/3",
+    "0x10",
+    "1_000",
+    "true",
+    "false",
+    "",
+    " ",
+    "abc",
+    "[1, 2]",
+    '{"a": 1}',
+    "None",
+    "%00",
+    "\x00",
+    "\u202e\u200b",
+    "🙂" * 20,
+    "ß" * 300,
+    "9" * 5000,
+    "x" * 20000,
+    "performer,lsh",
+    "../../etc/passwd",
+    "<script>alert(1)</script>",
+    "`code`",
+]
+
+
+def run_page(path: str, params: dict[str, str | list[str]]) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=RUN_LIMIT_S)
+    if path != "app.py":
+        at.switch_page(path)
+    for key, value in params.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+_DISCOVERED: dict[str, list[str]] = {}
+
+
+def url_keys(path: str) -> list[str]:
+    """Every URL parameter the page reads: its registered controls, method knobs, lesson/hide, an unknown."""
+    if path not in _DISCOVERED:
+        at = run_page(path, {"n": "64", **CHEAP.get(path, {})})
+        assert not at.exception, [e.value for e in at.exception]
+        keys = set(at.session_state["_ui_page"].controls)
+        if "methods" in keys:
+            for name, spec in core.methods().items():
+                keys.add(f"{name}_linked")
+                keys.update(f"{name}_{p.name}" for p in spec.params)
+        keys.update(state.PLAIN_KEYS)
+        keys.add(UNKNOWN_KEY)
+        _DISCOVERED[path] = sorted(keys)
+    return _DISCOVERED[path]
+
+
+one_value = st.one_of(
+    st.sampled_from(HOSTILE_TEXT),
+    st.integers(min_value=-(10**30), max_value=10**30).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.text(max_size=40),
+)
+url_value = st.one_of(one_value, st.lists(one_value, min_size=2, max_size=3))  # repeated keys
+
+
+@pytest.fixture(autouse=True)
+def _tight_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATTN_EXPLORER_JOB_SECONDS", str(JOB_SECONDS))
+    monkeypatch.setenv("ATTN_EXPLORER_MEMORY_LIMIT", str(2 * 1024**3))
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_hostile_values_for_every_url_parameter_never_raise(path: str) -> None:
+    keys = url_keys(path)
+    assert len(keys) > 5, keys  # discovery found the page's controls
+    CASES_TRIED[path] = 0
+
+    @settings(
+        max_examples=MAX_EXAMPLES,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(st.dictionaries(st.sampled_from(keys), url_value, min_size=1, max_size=4))
+    def check(hostile: dict[str, str | list[str]]) -> None:
+        CASES_TRIED[path] += 1
+        started = time.perf_counter()
+        at = run_page(path, {"n": "64", **CHEAP.get(path, {}), **hostile})
+        elapsed = time.perf_counter() - started
+        assert not at.exception, (hostile, [e.value for e in at.exception])
+        assert elapsed <= RUN_LIMIT_S, (hostile, elapsed)
+
+    check()
+    print(f"{path}: {CASES_TRIED[path]} hostile URLs over {len(keys)} parameters")
+    assert CASES_TRIED[path] >= MAX_EXAMPLES // 2
+
+
+# The issue's exact crashing links, and the same values on every page's seed.
+QUOTED = [
+    *[(page, {"seed": "inf"}, "Seed") for page in PAGES],
+    *[("pages/1_Compare.py", {"seed": value}, "Seed") for value in ("-Infinity", "1e309", "nan")],
+    ("pages/1_Compare.py", {"methods": "linformer", "linformer_linked": "false", "linformer_rank": "Infinity"}, "rank"),
+    ("pages/3_Error_vs_entropy.py", {"methods": "lsh", "lsh_linked": "0", "lsh_buckets": "-Infinity"}, "buckets"),
+    ("pages/5_VCC.py", {"input": "real", "text": "x"}, None),
+]
+
+
+@pytest.mark.parametrize(("path", "params", "label"), QUOTED, ids=[f"{p}?{q}" for p, q, _ in QUOTED])
+def test_quoted_hostile_urls(path: str, params: dict[str, str], label: str | None) -> None:
+    at = run_page(path, {"n": "64", **CHEAP.get(path, {}), **params})
+    assert not at.exception, [e.value for e in at.exception]
+    if label is not None:  # the bad value is reported, naming the control
+        said = "\n".join(w.value for w in at.warning)
+        assert f"**{label}**" in said and "not a number" in said, said
+    else:  # a one-token text leaves a single possible VIP count: shown as fixed text, not a slider
+        assert any("the only value possible here" in m.value for m in at.markdown)

@@ -1,0 +1,167 @@
+"""core.limits: the server limits come from the environment, the estimates are conservative but not absurd
+(checked against measured peak memory and wall time of small real runs), and refusals name the knob and the
+largest value that fits."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pytest
+import torch
+
+import core
+from core import limits, profiling
+from core import rank_heads as rh
+from core.errors import ParameterError
+
+GIB = 1024**3
+
+
+@pytest.fixture(autouse=True)
+def _default_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(limits.MEMORY_ENV, raising=False)
+    monkeypatch.delenv(limits.SECONDS_ENV, raising=False)
+
+
+def test_defaults_and_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert limits.memory_limit_bytes() == 4 * GIB
+    assert limits.job_seconds() == 60
+    monkeypatch.setenv(limits.MEMORY_ENV, str(2 * GIB))
+    monkeypatch.setenv(limits.SECONDS_ENV, "20")
+    assert limits.memory_limit_bytes() == 2 * GIB
+    assert limits.job_seconds() == 20
+
+
+@pytest.mark.parametrize("bad", ["abc", "-1", "0", "inf", "nan"])
+def test_bad_environment_value_is_a_parameter_error_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, bad: str
+) -> None:
+    monkeypatch.setenv(limits.SECONDS_ENV, bad)
+    with pytest.raises(ParameterError) as err:
+        limits.job_seconds()
+    assert limits.SECONDS_ENV in str(err.value)
+
+
+def test_engine_reads_the_memory_limit_at_call_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    x = core.data.clustered(n=256, d=16, clusters=8, spread=0.3, seed=0)
+    core.approximate("performer", x.q, x.k, x.v, features=64)  # fits the default
+    monkeypatch.setenv(limits.MEMORY_ENV, str(64 * 1024))
+    with pytest.raises(ParameterError) as err:
+        core.approximate("performer", x.q, x.k, x.v, features=64)
+    assert "limit" in str(err.value) and err.value.parameter == "n"
+
+
+def test_largest_fitting_is_the_linear_scan_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(limits.SECONDS_ENV, "10")
+    candidates = list(range(1, 200))
+    estimate = lambda c: limits.Estimate(0, c * 0.37)  # noqa: E731
+    expected = max(c for c in candidates if c * 0.37 <= 10)
+    assert limits.largest_fitting(candidates, estimate) == expected == 27
+    assert limits.largest_fitting(candidates, lambda c: limits.Estimate(0, 11 + c)) is None
+
+
+def test_refusal_names_the_knob_and_the_largest_value_that_fits() -> None:
+    estimate = lambda n: limits.construction_estimate(64, n)  # noqa: E731
+    with pytest.raises(ParameterError) as err:
+        limits.check("N for this panel", 256, range(2, 257), estimate)
+    message = str(err.value)
+    best = limits.largest_fitting(range(2, 257), estimate)
+    assert best is not None and 2 <= best < 256
+    assert err.value.parameter == "N for this panel"
+    assert f"the largest N for this panel that fits is {best}." in message, message
+    assert estimate(best).fits() and not estimate(best + 1).fits()
+    assert limits.MEMORY_ENV in message and limits.SECONDS_ENV in message
+    assert limits.check("N for this panel", best, range(2, 257), estimate).fits()
+
+
+def test_the_issue_links_are_refused_up_front_under_the_default_limits() -> None:
+    # Fact 1 at d = 64, N = 256 drove the server to 7.9 GB.
+    assert not limits.construction_estimate(64, 256).fits()
+    assert limits.construction_estimate(64, 256).bytes > 4 * GIB
+    # Compare at n = 4096 with every estimator (2 heads: the sidebar's own cap at that n).
+    every = {m: {} for m, s in core.methods().items() if m != "exact" and (s.max_n is None or s.max_n >= 4096)}
+    assert not limits.compare_estimate(every, 4096, 64, 2).fits()
+    # Robust PCA on one 1024 x 1024 head with its budget's 60 iterations; a 16 x 12 regime map at n = 4096.
+    assert not limits.rpca_estimate(1024, 1, 60).fits()
+    estimators = {"lsh": {}, "performer": {}, "scatterbrain": {}}
+    assert not limits.sweep_estimate(estimators, 4096, 64, 1, 16, rows=12).fits()
+    # The pages' defaults still run.
+    assert limits.compare_estimate({m: {} for m in ("performer", "lsh", "scatterbrain", "nystrom")}, 512, 64, 4).fits()
+    assert limits.sweep_estimate(estimators, 256, 64, 1, 8, rows=5).fits()
+    assert limits.sweep_estimate(estimators, 512, 64, 4, 12).fits()
+    assert limits.construction_estimate(16, 16).fits()
+
+
+def measured(fn) -> tuple[int, float]:  # type: ignore[no-untyped-def]
+    if not profiling.cpu_peak_supported():
+        pytest.fail("this test needs Linux's RSS peak reset (/proc/self/clear_refs)")
+    started = time.perf_counter()
+    _, peak = profiling.measure_peak(fn, "cpu")
+    seconds = time.perf_counter() - started
+    assert peak.bytes is not None and peak.bytes > 0
+    return peak.bytes, seconds
+
+
+def assert_conservative(estimate: limits.Estimate, peak: int, seconds: float) -> None:
+    assert peak <= estimate.bytes, (peak, estimate)
+    # Not absurd: the part that scales with the work is within 10x of what was measured.
+    assert estimate.bytes - limits.BASE_BYTES <= 10 * peak, (peak, estimate)
+    assert seconds <= estimate.seconds, (seconds, estimate)
+
+
+def test_fact1_construction_estimate_against_a_real_run() -> None:
+    d, n_points = 16, 64
+    cs = list(torch.logspace(0, math.log10(4096), 13).tolist())
+    peak, seconds = measured(lambda: rh.construction_sweep(d, n_points, cs, samples=8_000))
+    assert_conservative(limits.construction_estimate(d, n_points, samples=8_000), peak, seconds)
+
+
+def test_compare_estimate_against_a_real_run() -> None:
+    n, d, heads = 1024, 32, 2
+    x = core.data.clustered(n=n, d=d, clusters=16, spread=0.3, seed=0, heads=heads)
+    chosen = {"performer": {}, "lsh": {}, "nystrom": {}}
+    kept: list[torch.Tensor] = []
+
+    def run() -> None:
+        exact = core.approximate("exact", x.q, x.k, x.v).attention()
+        kept.append(exact)
+        for method in chosen:
+            params = core.budget_params(method, n, d, 1 / 8)
+            dense = core.approximate(method, x.q, x.k, x.v, seed=0, **params).attention()
+            kept.extend([dense, (dense - exact).abs()])  # the page keeps each view and its error map
+
+    peak, seconds = measured(run)
+    assert_conservative(limits.compare_estimate(chosen, n, d, heads), peak, seconds)
+
+
+def test_rpca_estimate_against_a_real_run() -> None:
+    n = 512
+    x = core.data.clustered(n=n, d=32, clusters=16, spread=0.3, seed=0)
+    peak, seconds = measured(lambda: core.approximate("rpca", x.q, x.k, x.v, iterations=3).attention())
+    estimate = limits.rpca_estimate(n, 1, 3)
+    assert peak <= estimate.bytes and seconds <= estimate.seconds, (peak, seconds, estimate)
+
+
+def test_sweep_estimate_against_a_real_run() -> None:
+    n, d, points = 512, 32, 6
+    x = core.data.clustered(n=n, d=d, clusters=16, spread=0.3, seed=0)
+    chosen = {"lsh": {}, "performer": {}, "scatterbrain": {}}
+    peak, seconds = measured(
+        lambda: core.sweeps.error_vs_entropy(x.q, x.k, x.v, list(chosen), taus=[0.1 * (i + 1) for i in range(points)])
+    )
+    assert_conservative(limits.sweep_estimate(chosen, n, d, 1, points), peak, seconds)
+
+
+def test_compare_refusal_names_the_costly_method_when_no_n_fits() -> None:
+    knobs = {"performer": {}, "learned_kernel": {"steps": 2000, "features": 1024}}
+    with pytest.raises(ParameterError) as err:
+        limits.check_compare(knobs, 4096, 64, 2)
+    assert err.value.parameter == "methods"
+    assert str(err.value).startswith("methods: learned_kernel alone would need"), str(err.value)
+    with pytest.raises(ParameterError) as err:
+        limits.check_compare({"performer": {}, "lsh": {}}, 4096, 256, 16)
+    best = limits.largest_fitting(
+        limits.sizes_up_to(4096), lambda n: limits.compare_estimate({"performer": {}, "lsh": {}}, n, 256, 16)
+    )
+    assert best is not None and f"the largest n that fits is {best}." in str(err.value)
