@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import csv
 import json
 import math
@@ -711,6 +712,13 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, Confi
     return args, cfg
 
 
+def _run_async(coro: Any) -> Any:
+    """asyncio.run in a thread of its own: the caller's thread may already run an event loop (Playwright's sync API,
+    e.g. in the same pytest session as the browser tests), where asyncio.run refuses to start."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args, cfg = parse_args(argv)
     command = "python -m benchmarks.load " + " ".join(sys.argv[1:] if argv is None else argv)
@@ -718,8 +726,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     targets = []
     if args.baseline:
         with baseline_tree(args.baseline) as tree:
-            targets.append(asyncio.run(run_target(tree, cfg, f"baseline {args.baseline}")))
-    targets.append(asyncio.run(run_target(ROOT, cfg, "working tree")))
+            targets.append(_run_async(run_target(tree, cfg, f"baseline {args.baseline}")))
+    targets.append(_run_async(run_target(ROOT, cfg, "working tree")))
     rows = table_rows(targets)
     result: dict[str, Any] = {
         "command": command.strip(),

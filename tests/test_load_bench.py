@@ -6,7 +6,6 @@ the JSON, CSV and markdown files must carry the fields the lead reads. The pure 
 
 from __future__ import annotations
 
-import asyncio
 import csv
 import json
 from collections.abc import Iterator
@@ -76,12 +75,12 @@ def quick_server() -> Iterator[load.Server]:
 
 @pytest.mark.timeout(150)
 def test_websocket_client_counts_a_missing_page_as_an_error(quick_server: load.Server) -> None:
-    missing = asyncio.run(load.ws_session(quick_server.url, "No_such_page", 60))
+    missing = load._run_async(load.ws_session(quick_server.url, "No_such_page", 60))
     assert missing.error is not None and "page not found" in missing.error
-    home = asyncio.run(load.ws_session(quick_server.url, "?n=128", 60))
+    home = load._run_async(load.ws_session(quick_server.url, "?n=128", 60))
     assert home.finished_s is not None and home.finished_s > 0
     assert home.error == "the run finished without a chart"  # Home has no chart: a chart page that lost it fails
-    compare = asyncio.run(load.ws_session(quick_server.url, "Compare?n=128", 60))
+    compare = load._run_async(load.ws_session(quick_server.url, "Compare?n=128", 60))
     assert compare.error is None and 0 < compare.first_chart_s <= compare.finished_s
     assert load.server_rss(quick_server) > 50 * 2**20
 
