@@ -25,8 +25,10 @@ Scenarios (issue 10 targets on this 2-core machine):
   (c) a light page's time to first chart idle, then while a heavy link computes (opened, then abandoned like a
       closed tab): within 1 s of idle; also how long the server stays busy after the heavy link is abandoned;
   (d) server RSS (sum over its process tree) after the last wave within 10 % of after the first.
-A wave is (a) then (b). Cache hits come from the shared on-disk result cache (``diskcache.Cache(dir).stats()``,
-``ATTN_EXPLORER_CACHE_DIR``) when the server creates one, else "n/a".
+A wave is (a) then (b). Cache hits are engine calls (one per method and session) served from a cache: the hits of the
+shared on-disk result cache (``diskcache.Cache(dir).stats()``) plus the app's count of calls a process answered from its
+own memory cache (``<dir>/counters``), with ``<dir>`` = ``ATTN_EXPLORER_CACHE_DIR``; "n/a" when the server has no
+such folder (code before the shared cache).
 Results: ``benchmarks/results/<name>.json``, ``.csv`` and ``.md`` (name ``load_cpu`` by default).
 """
 
@@ -256,7 +258,13 @@ def cache_stats(server: Server) -> dict[str, int] | None:
         return None
     with diskcache.Cache(str(server.cache_dir)) as cache:
         hits, misses = cache.stats()
-    return {"hits": int(hits), "misses": int(misses)}
+    # Engine calls a server process answered from its own memory cache (ui.result_cache.count_memory_hit) never
+    # reach the disk cache's statistics; the app counts them in a small cache of their own.
+    memory_hits = 0
+    if (server.cache_dir / "counters").is_dir():
+        with diskcache.Cache(str(server.cache_dir / "counters")) as store:
+            memory_hits = int(store.get("memory_hits", 0))
+    return {"hits": int(hits) + memory_hits, "misses": int(misses)}
 
 
 # ------------------------------------------------------------------ clients

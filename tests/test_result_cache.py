@@ -183,3 +183,17 @@ def test_two_processes_share_hits(cache_dir: Path) -> None:
     # and this process reads it too
     spec = small_spec()
     assert isinstance(result_cache.get("exact", (spec, 1.5, "cpu")), compute.ExactResult)
+
+
+def test_a_repeat_served_from_memory_is_counted_as_a_hit(cache_dir: Path) -> None:
+    spec = small_spec(11)
+    params = (("features", 8),)
+    before = result_cache.stats()
+    first = compute.run_method_scheduled(spec, 3.0, "cpu", "performer", params, 0)
+    middle = result_cache.stats()
+    assert middle["memory_hits"] == before["memory_hits"]  # computed: not a hit
+    again = compute.run_method_scheduled(spec, 3.0, "cpu", "performer", params, 0)
+    after = result_cache.stats()
+    assert after["memory_hits"] == middle["memory_hits"] + 1
+    assert after["hits"] == middle["hits"]  # the disk cache was never asked
+    np.testing.assert_array_equal(first.attention, again.attention)

@@ -270,11 +270,29 @@ def cached(name: str, key: Any, compute: Callable[[], T]) -> T:
     return value
 
 
+COUNTERS_DIR = "counters"  # a small cache of its own: reading a counter must not count as a result-cache hit
+MEMORY_HITS = "memory_hits"
+
+
+def counters() -> diskcache.Cache:
+    """Cross-process counters beside the result cache (``diskcache.Cache(<dir>/counters)``)."""
+    return diskcache.Cache(str(cache_dir() / COUNTERS_DIR))
+
+
+def count_memory_hit() -> None:
+    """One engine call served from a process's memory cache, before the disk cache is even asked."""
+    with counters() as store:
+        store.incr(MEMORY_HITS, retry=True)
+
+
 def stats() -> dict[str, int]:
-    """Hits and misses counted by every process on this cache, and its size in bytes."""
+    """Hits and misses counted by every process on this cache, its size in bytes, and memory hits (engine calls
+    that a process served from its own memory cache, so the disk cache never saw them)."""
     cache = get_cache()
     hits, misses = cache.stats()
-    return {"hits": int(hits), "misses": int(misses), "size_bytes": int(cache.volume())}
+    with counters() as store:
+        memory_hits = int(store.get(MEMORY_HITS, 0))
+    return {"hits": int(hits), "misses": int(misses), "size_bytes": int(cache.volume()), "memory_hits": memory_hits}
 
 
 def clear() -> None:
