@@ -28,12 +28,17 @@ def frame_title(views: ScrubViews, index: int, labels: Mapping[str, str]) -> str
     return f"τ = {views.taus[index]:g}, H = {views.entropy[index]:.2f} nats · error: {errors}"
 
 
+def short_labels(labels: Mapping[str, str]) -> dict[str, str]:
+    return {m: label.split(" (")[0] for m, label in labels.items()}
+
+
 def scrub_figure(
     views: ScrubViews, labels: Mapping[str, str] | None = None, *, start: int = 0, height: int = 620
 ) -> go.Figure:
     """Exact and each method (top row), the error-vs-entropy curves and each error map (bottom row), one frame per
     temperature. Colour ranges are fixed over all frames so colours compare across temperatures."""
-    labels = dict(labels or {})
+    # Short names ("Scatterbrain", not "Scatterbrain (sparse + low-rank)"): four panels share one row.
+    labels = short_labels(labels or {})
     methods = list(views.attention)
     columns = 1 + len(methods)
     titles = ["Exact softmax", *(labels.get(m, m) for m in methods), "Error vs entropy"]
@@ -114,7 +119,14 @@ def scrub_figure(
         height=height,
         template="plotly_white",
         margin={"l": 10, "r": 10, "t": 70, "b": 10},
-        legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.06, "yanchor": "bottom"},
+        legend={
+            "orientation": "v",
+            "x": 0.005,
+            "xanchor": "left",
+            "y": 0.42,
+            "yanchor": "top",
+            "bgcolor": "rgba(255,255,255,0.7)",
+        },
         sliders=[
             {
                 "active": start,
