@@ -13,6 +13,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from core.cancel import Cancelled
+from core.errors import ParameterError
 from ui import jobs
 
 
@@ -65,7 +66,8 @@ def test_job_seconds_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("ATTN_EXPLORER_JOB_SECONDS", "7.5")
     assert jobs.job_seconds() == 7.5
     monkeypatch.setenv("ATTN_EXPLORER_JOB_SECONDS", "-1")
-    assert jobs.job_seconds() == 60.0
+    with pytest.raises(ParameterError, match="ATTN_EXPLORER_JOB_SECONDS"):
+        jobs.job_seconds()
 
 
 def test_threads_per_job_keep_slots_times_threads_within_cores(make_scheduler: Callable[..., jobs.Scheduler]) -> None:

@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 import torch
 
 from core import cancel as core_cancel
+from core import limits
 from core.cancel import Cancelled, CancelToken
 from core.device import cpu_threads
 
@@ -38,7 +39,6 @@ T = TypeVar("T")
 LIGHT_SECONDS = 2.0  # estimated work below this runs at once in the page's own thread, never queued
 POLL_SECONDS = 0.2  # how often a waiting page refreshes its status (and notices that it was stopped)
 WATCHDOG_SECONDS = 0.5  # how often the watchdog looks for jobs whose sessions have gone
-DEFAULT_JOB_SECONDS = 60.0
 # Attention-matrix entries a page's engine work gets through per second on the reference 2-core CPU: the
 # default 12-temperature sweep (12 x 4 heads x 512^2 x 4 passes = 5e7 entries) added about 1.6 s to a cold
 # Error vs entropy page in benchmarks/results/ui_timing.json. Only used to tell light work from heavy work.
@@ -72,19 +72,8 @@ def default_slots() -> int:
 
 
 def job_seconds() -> float:
-    """The time limit of one job (``ATTN_EXPLORER_JOB_SECONDS``, default 60)."""
-    try:
-        from core.limits import job_seconds as limit  # type: ignore[import-not-found, unused-ignore]
-
-        return float(limit())
-    except ImportError:
-        pass
-    raw = os.environ.get("ATTN_EXPLORER_JOB_SECONDS", "").strip()
-    try:
-        value = float(raw) if raw else DEFAULT_JOB_SECONDS
-    except ValueError:
-        return DEFAULT_JOB_SECONDS
-    return value if value > 0 and value == value else DEFAULT_JOB_SECONDS
+    """The time limit of one job (``ATTN_EXPLORER_JOB_SECONDS``, default 60); a bad value raises ParameterError."""
+    return limits.job_seconds()
 
 
 class Report:
