@@ -43,14 +43,10 @@ import math
 import os
 import platform
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -60,6 +56,10 @@ from typing import Any
 import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from deploy import processes  # noqa: E402
+
 RESULTS_DIR = ROOT / "benchmarks" / "results"
 CHROMIUM = Path(os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"))
 CHROMIUM_ARGS = (
@@ -134,77 +134,17 @@ class Config:
 # ------------------------------------------------------------------ server
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, ConnectionError, TimeoutError):
-        return False
-
-
 @contextmanager
 def app_server(root: Path, *, start_timeout_s: float = 90.0) -> Iterator[Server]:
     """The README's app command from ``root`` on a free port, with an empty result-cache folder; stopped on exit."""
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    scratch = Path(tempfile.mkdtemp(prefix=f"loadbench-{port}-"))
+    scratch = Path(tempfile.mkdtemp(prefix="loadbench-"))
     cache_dir = scratch / "results"  # not created here: its existence says the app has a shared cache
     env = dict(os.environ, ATTN_EXPLORER_CACHE_DIR=str(cache_dir))
-    command = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        "app.py",
-        "--server.headless",
-        "true",
-        "--server.address",
-        "127.0.0.1",
-        "--server.port",
-        str(port),
-        "--server.fileWatcherType",
-        "none",
-        "--browser.gatherUsageStats",
-        "false",
-    ]
-    log_path = scratch / "server.log"
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(
-            command, cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True,  # own process group, so stopping it reaches its children too
-        )  # fmt: skip
-    server = Server(url=url, process=process, log_path=log_path, cache_dir=cache_dir)
     try:
-        deadline = time.monotonic() + start_timeout_s
-        while not _healthy(url):
-            if process.poll() is not None:
-                raise RuntimeError(f"streamlit exited with code {process.returncode}:\n{server.log_tail()}")
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"streamlit not healthy at {url} after {start_timeout_s:.0f} s")
-            time.sleep(0.2)
-        yield server
+        with processes.app_server(root, env=env, timeout_s=start_timeout_s) as app:
+            yield Server(url=app.url, process=app.process, log_path=app.log_path, cache_dir=cache_dir)
     finally:
-        _stop(process)
         shutil.rmtree(scratch, ignore_errors=True)
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is not None:
-        return
-    try:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=15)
-    except ProcessLookupError:
-        pass
 
 
 def _tree(pid: int) -> list[psutil.Process]:

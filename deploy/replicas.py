@@ -20,18 +20,17 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
+
+from deploy.processes import Process, free_port, spawn, stop, wait_healthy
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = Path(__file__).with_name("nginx.conf.template")
@@ -111,34 +110,6 @@ def core_shares(replicas: int) -> list[list[int] | None]:
     return shares
 
 
-def free_port(address: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((address, 0))
-        return int(sock.getsockname()[1])
-
-
-def healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, ConnectionError, TimeoutError):
-        return False
-
-
-@dataclass(frozen=True)
-class Process:
-    name: str
-    url: str
-    process: subprocess.Popen[bytes]
-    log_path: Path
-
-    def log_tail(self, chars: int = 3000) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-chars:]
-        except OSError:
-            return "(no log)"
-
-
 @dataclass
 class Deployment:
     url: str  # the proxy, e.g. http://127.0.0.1:8080
@@ -155,50 +126,6 @@ class Deployment:
     def backends(self) -> list[str]:
         """``127.0.0.1:port`` of each replica, as nginx writes it in ``$upstream_addr``."""
         return [replica.url.removeprefix("http://") for replica in self.replicas]
-
-
-def _stop(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
-    """Signal the process group, then SIGKILL what is left after 15 s: nothing outlives the deployment."""
-    if process.poll() is not None:
-        return
-    try:
-        os.killpg(process.pid, sig)
-        process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=15)
-    except ProcessLookupError:
-        pass
-
-
-def _spawn(name: str, command: list[str], log_path: Path, url: str, env: dict[str, str]) -> Process:
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(
-            command,
-            cwd=REPO_ROOT,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # own process group, so stopping reaches its children too
-        )
-    return Process(name=name, url=url, process=process, log_path=log_path)
-
-
-def _wait_healthy(processes: Sequence[Process], timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    waiting = list(processes)
-    while waiting:
-        for item in list(waiting):
-            if item.process.poll() is not None:
-                raise RuntimeError(f"{item.name} exited with code {item.process.returncode}:\n{item.log_tail()}")
-            if healthy(item.url):
-                waiting.remove(item)
-        if waiting and time.monotonic() > deadline:
-            tails = "\n".join(f"--- {item.name}\n{item.log_tail()}" for item in waiting)
-            raise TimeoutError(f"not healthy after {timeout_s:.0f} s: {[w.name for w in waiting]}\n{tails}")
-        if waiting:
-            time.sleep(0.25)
 
 
 @contextmanager
@@ -251,7 +178,7 @@ def deployment(
             command += ["--server.address", "127.0.0.1", "--server.port", str(replica_port)]
             command += ["--server.fileWatcherType", "none"]
             result.replicas.append(
-                _spawn(
+                spawn(
                     f"replica :{replica_port}",
                     command,
                     run_dir / f"replica-{replica_port}.log",
@@ -259,7 +186,7 @@ def deployment(
                     env,
                 )
             )
-        _wait_healthy(result.replicas, timeout_s)  # before nginx, which would mark a starting replica as down
+        wait_healthy(result.replicas, timeout_s)  # before nginx, which would mark a starting replica as down
         listen_port = port or free_port(address)
         conf = run_dir / "nginx.conf"
         conf.write_text(
@@ -276,16 +203,16 @@ def deployment(
             raise RuntimeError(f"nginx rejected {conf}:\n{checked.stderr}")
         result.url = f"http://{address}:{listen_port}"
         command = nginx_command(conf, run_dir, "-g", f"daemon off; pid {run_dir / 'nginx.pid'};")
-        result.nginx = _spawn("nginx", command, run_dir / "nginx.out", result.url, env)
-        _wait_healthy([result.nginx], timeout_s)
+        result.nginx = spawn("nginx", command, run_dir / "nginx.out", result.url, env)
+        wait_healthy([result.nginx], timeout_s)
         yield result
 
 
 def _stop_all(result: Deployment) -> None:
     if result.nginx is not None:
-        _stop(result.nginx.process)  # SIGTERM is nginx's fast shutdown: open websockets do not hold it up
+        stop(result.nginx.process)  # SIGTERM is nginx's fast shutdown: open websockets do not hold it up
     for replica in result.replicas:
-        _stop(replica.process)
+        stop(replica.process)
 
 
 def _raise_on_sigterm(signum: int, frame: FrameType | None) -> None:

@@ -260,7 +260,7 @@ def test_replica_launcher_serves_through_nginx_and_stops_everything_on_sigterm(t
     import time
     import urllib.request
 
-    from deploy.replicas import healthy
+    from deploy.processes import healthy
 
     _nginx_or_skip()
     command = [sys.executable, "-m", "deploy.replicas", "--replicas", "1", "--port", "0"]
