@@ -126,3 +126,98 @@ def temperature_views(
         error={name: torch.cat(parts).double().cpu().numpy() for name, parts in errors.items()},
         factor=factor,
     )
+
+
+SPLIT_PARTS = ("sparse", "low_rank", "attention", "naive_sum")  # Scatterbrain's S, L, S + L, and the naive sum
+
+
+@dataclass
+class SplitViews:
+    """Scatterbrain's split of one head at every temperature of the grid (index 0 = the first tau)."""
+
+    taus: np.ndarray  # (T,)
+    entropy: np.ndarray  # (T,) mean row entropy of the exact attention, nats
+    exact: np.ndarray  # (T, s, s) block maximum of the exact attention
+    parts: dict[str, np.ndarray]  # SPLIT_PARTS -> (T, s, s); "sparse" keeps the signed largest |entry| per block
+    error: dict[str, np.ndarray]  # "attention" (S + L) and "naive_sum" -> (T,) relative Frobenius error
+    support_share: np.ndarray  # (T,) share of the n² pairs in Ω
+    double_count: np.ndarray  # (T,) mean over Ω of (exp(q·k/τ) + φ(q)·φ(k)) / exp(q·k/τ), before normalising
+    factor: int = 1
+
+    def payload_bytes(self) -> int:
+        arrays = [self.exact, *self.parts.values()]
+        return int(sum(a.size for a in arrays) * 4 + 5 * self.taus.size * 8)
+
+
+def split_views(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    taus: Sequence[float],
+    *,
+    params: Mapping[str, Any] | None = None,
+    seed: int = 0,
+    side: int = 64,
+) -> SplitViews:
+    """Scatterbrain's S, L, S + L and naive sum next to exact at every tau, for one head (q, k, v: (n, d)).
+
+    One batched call with a tensor ``scale``; every frame equals a single call at that temperature.
+    """
+    if q.dim() != 2:
+        raise ParameterError("q", f"must be one head, shape (n, d); got {tuple(q.shape)}")
+    n = int(q.shape[0])
+    if n > MAX_N:
+        raise ParameterError("n", f"the temperature scrubber works up to n = {MAX_N}; got {n}")
+    if not 1 <= len(taus) <= MAX_GRID:
+        raise ParameterError("taus", f"needs 1 to {MAX_GRID} temperatures; got {len(taus)}")
+    tau_values = [float(t) for t in taus]
+    if not all(math.isfinite(t) and t > 0 for t in tau_values):
+        raise ParameterError("taus", "every temperature must be finite and > 0")
+    if not 8 <= side <= MAX_SIDE:
+        raise ParameterError("side", f"must be in [8, {MAX_SIDE}]; got {side}")
+    factor = max(1, math.ceil(n / side))
+    # Several n x n parts per temperature are held at once: a smaller chunk than the comparison scrubber's.
+    per_chunk = max(1, min(len(tau_values), CHUNK_ELEMENTS // (4 * n * n)))
+    logits = (q @ k.transpose(-1, -2)).double()
+
+    exact_maps, entropies, shares, doubles = [], [], [], []
+    maps: dict[str, list[torch.Tensor]] = {name: [] for name in SPLIT_PARTS}
+    errors: dict[str, list[torch.Tensor]] = {"attention": [], "naive_sum": []}
+    for start in range(0, len(tau_values), per_chunk):
+        chunk = tau_values[start : start + per_chunk]
+        beta = 1.0 / torch.tensor(chunk, dtype=torch.float64)
+        exact = torch.softmax(beta.to(logits.dtype)[:, None, None] * logits, dim=-1).to(q.dtype)
+        exact_maps.append(_block_max(exact, factor))
+        entropies.append(metrics.mean_row_entropy(exact))
+        stack = [x.unsqueeze(0).expand(len(chunk), *x.shape) for x in (q, k, v)]
+        result = approximate(
+            "scatterbrain", *stack, scale=beta.to(q.dtype).to(q.device), seed=seed, **dict(params or {})
+        )
+        for name in SPLIT_PARTS:
+            value = result.attention() if name == "attention" else result.parts[name]
+            value = value.to(exact.dtype)
+            maps[name].append(_block_absmax(value, factor) if name == "sparse" else _block_max(value, factor))
+            if name in errors:
+                errors[name].append(metrics.relative_frobenius_error(value, exact))
+        support = result.parts["support"].bool()
+        shares.append(support.double().mean(dim=(-2, -1)))
+        raw = result.parts["unnormalized_low_rank"].double()
+        scaled = beta.to(logits.device)[:, None, None] * logits
+        with torch.no_grad():
+            ratio = 1.0 + raw * torch.exp(-scaled)  # (exp(s) + L) / exp(s)
+        ratio = torch.where(support & torch.isfinite(ratio), ratio, torch.nan)
+        doubles.append(torch.nanmean(ratio.flatten(1), dim=1))
+
+    def numpy(parts: list[torch.Tensor]) -> np.ndarray:
+        return torch.cat(parts).float().cpu().numpy()
+
+    return SplitViews(
+        taus=np.asarray(tau_values),
+        entropy=torch.cat(entropies).double().cpu().numpy(),
+        exact=numpy(exact_maps),
+        parts={name: numpy(values) for name, values in maps.items()},
+        error={name: torch.cat(values).double().cpu().numpy() for name, values in errors.items()},
+        support_share=torch.cat(shares).cpu().numpy(),
+        double_count=torch.cat(doubles).cpu().numpy(),
+        factor=factor,
+    )

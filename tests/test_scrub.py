@@ -108,3 +108,46 @@ def test_compare_page_draws_the_scrubber_on_request() -> None:
     assert caption and "MB of numbers sent once" in caption[0]
     charts = [c for c in at.get("plotly_chart") if '"frames"' in c.proto.spec]
     assert len(charts) == 1
+
+
+def test_every_split_frame_equals_a_single_scatterbrain_call(head) -> None:  # type: ignore[no-untyped-def]
+    q, k, v = head
+    params = {"features": 24, "rounds": 2, "buckets": 4}
+    views = scrub.split_views(q, k, v, TAUS, params=params, seed=5, side=96)
+    assert views.factor == 1
+    for index, tau in enumerate(TAUS):
+        exact = core.approximate("exact", q, k, v, scale=1 / tau).attention()
+        single = core.approximate("scatterbrain", q, k, v, scale=1 / tau, seed=5, **params)
+        np.testing.assert_allclose(views.exact[index], exact.numpy(), rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(views.parts["attention"][index], single.attention().numpy(), rtol=1e-5, atol=1e-7)
+        for name in ("sparse", "low_rank", "naive_sum"):
+            np.testing.assert_allclose(views.parts[name][index], single.parts[name].numpy(), rtol=1e-5, atol=1e-6)
+        for name in ("attention", "naive_sum"):
+            dense = single.attention() if name == "attention" else single.parts[name]
+            error = float(core.metrics.relative_frobenius_error(dense, exact))
+            assert views.error[name][index] == pytest.approx(error, rel=1e-5)
+        support = single.parts["support"].bool()
+        assert views.support_share[index] == pytest.approx(float(support.double().mean()))
+
+
+def test_the_naive_sum_double_counts_the_support() -> None:
+    # Scatterbrain's claim: on Ω the naive sum holds exp(q.k) + phi(q).phi(k), about twice exp(q.k), because the
+    # random features are unbiased; with many features the mean over Ω is close to 2 at a moderate temperature.
+    x = core.data.clustered(n=256, d=16, clusters=8, spread=0.3, seed=0, heads=1)
+    views = scrub.split_views(x.q[0], x.k[0], x.v[0], [1.0, 2.0], params={"features": 256}, side=64)
+    assert np.all(np.abs(views.double_count - 2.0) < 0.25), views.double_count
+    assert np.all(views.error["naive_sum"] > views.error["attention"])
+
+
+def test_split_scrubber_figure_moves_every_map_and_both_markers(head) -> None:  # type: ignore[no-untyped-def]
+    from ui.scrubber import split_scrub_figure
+
+    views = scrub.split_views(*head, TAUS, side=32)
+    fig = split_scrub_figure(views, start=1)
+    assert len(fig.frames) == len(TAUS)
+    assert "τ = 0.2" in fig.layout.title.text
+    moving = fig.frames[0].traces
+    assert [fig.data[i].type for i in moving] == ["heatmap"] * 5 + ["scatter"] * 2
+    assert all(fig.data[i].mode == "lines" for i in range(len(fig.data)) if i not in moving)
+    np.testing.assert_allclose(fig.frames[2].data[5].y, [views.error["attention"][2]])
+    assert views.payload_bytes() < 200_000

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
-from core.scrub import ScrubViews
+from core.scrub import ScrubViews, SplitViews
 
 LOG_FLOOR = 1e-6  # attention maps are drawn as log10(weight), floored here
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9")
@@ -103,17 +103,6 @@ def scrub_figure(
         fig.update_yaxes(scaleanchor=f"x{(row - 1) * columns + column}", row=row, col=column)
     fig.update_xaxes(title_text="entropy H (nats)", row=2, col=1)
     fig.update_yaxes(title_text="relative error", rangemode="tozero", row=2, col=1)
-    steps = [
-        {
-            "label": f"{tau:g}",
-            "method": "animate",
-            "args": [
-                [str(index)],
-                {"mode": "immediate", "frame": {"duration": 0, "redraw": True}, "transition": {"duration": 0}},
-            ],
-        }
-        for index, tau in enumerate(views.taus)
-    ]
     fig.update_layout(
         title={"text": frame_title(views, start, labels), "font": {"size": 15}},
         height=height,
@@ -127,7 +116,34 @@ def scrub_figure(
             "yanchor": "top",
             "bgcolor": "rgba(255,255,255,0.7)",
         },
-        sliders=[
+        **_slider_and_play(views.taus, start),
+    )
+    return fig
+
+
+def split_frame_title(views: SplitViews, index: int) -> str:
+    return (
+        f"τ = {views.taus[index]:g} · error: Scatterbrain {views.error['attention'][index]:.3f}, "
+        f"naive sum {views.error['naive_sum'][index]:.3f} · naive on Ω ≈ {views.double_count[index]:.2f} × exact"
+    )
+
+
+def _slider_and_play(views_taus: np.ndarray, start: int) -> dict[str, object]:
+    """The layout's slider and ▶ / ❚❚ buttons that animate the frames named "0", "1", …"""
+    steps = [
+        {
+            "label": f"{tau:g}",
+            "method": "animate",
+            "args": [
+                [str(index)],
+                {"mode": "immediate", "frame": {"duration": 0, "redraw": True}, "transition": {"duration": 0}},
+            ],
+        }
+        for index, tau in enumerate(views_taus)
+    ]
+    play = {"frame": {"duration": 450, "redraw": True}, "fromcurrent": True, "transition": {"duration": 0}}
+    return {
+        "sliders": [
             {
                 "active": start,
                 "x": 0.18,
@@ -137,7 +153,7 @@ def scrub_figure(
                 "steps": steps,
             }
         ],
-        updatemenus=[
+        "updatemenus": [
             {
                 "type": "buttons",
                 "direction": "left",
@@ -147,18 +163,7 @@ def scrub_figure(
                 "yanchor": "top",
                 "pad": {"t": 50, "r": 10},
                 "buttons": [
-                    {
-                        "label": "▶ Play",
-                        "method": "animate",
-                        "args": [
-                            None,
-                            {
-                                "frame": {"duration": 450, "redraw": True},
-                                "fromcurrent": True,
-                                "transition": {"duration": 0},
-                            },
-                        ],
-                    },
+                    {"label": "▶ Play", "method": "animate", "args": [None, play]},
                     {
                         "label": "❚❚",
                         "method": "animate",
@@ -167,6 +172,84 @@ def scrub_figure(
                 ],
             }
         ],
+    }
+
+
+def split_scrub_figure(views: SplitViews, *, start: int = 0, height: int = 640) -> go.Figure:
+    """Scatterbrain's split at every temperature: exact, S + L and the naive sum (top row), the sparse correction S,
+    the low-rank part L and both errors against the temperature (bottom row). Fixed colour ranges over frames."""
+    titles = ["Exact softmax", "S + L (Scatterbrain)", "Naive sum (double counts)", "Sparse correction S"]
+    titles += ["Low-rank part L", "Error vs τ"]
+    fig = make_subplots(rows=2, cols=3, subplot_titles=titles, horizontal_spacing=0.05, vertical_spacing=0.12)
+    bound = (
+        float(np.quantile(np.abs(views.parts["sparse"][views.parts["sparse"] != 0]), 0.99))
+        if np.any(views.parts["sparse"])
+        else 1.0
+    )
+    attention_style = {"colorscale": "Viridis", "zmin": np.log10(LOG_FLOOR), "zmax": 0.0, "showscale": False}
+    signed_style = {"colorscale": "RdBu_r", "zmin": -bound, "zmax": bound, "zmid": 0.0, "showscale": False}
+    placed = [(1, 1), (1, 2), (1, 3), (2, 1), (2, 2)]
+
+    def heatmaps(index: int) -> list[go.Heatmap]:
+        return [
+            go.Heatmap(z=_log(views.exact[index]), name="exact", **attention_style),
+            go.Heatmap(z=_log(views.parts["attention"][index]), name="S + L", **attention_style),
+            go.Heatmap(z=_log(views.parts["naive_sum"][index]), name="naive sum", **attention_style),
+            go.Heatmap(z=views.parts["sparse"][index], name="S", **signed_style),
+            go.Heatmap(z=_log(np.maximum(views.parts["low_rank"][index], 0.0)), name="L", **attention_style),
+        ]
+
+    curves = {"attention": ("Scatterbrain (S + L)", PALETTE[0]), "naive_sum": ("naive sum", PALETTE[1])}
+
+    def markers(index: int) -> list[go.Scatter]:
+        return [
+            go.Scatter(
+                x=[views.taus[index]],
+                y=[views.error[name][index]],
+                mode="markers",
+                marker={"size": 13, "color": colour, "line": {"width": 2, "color": "black"}},
+                showlegend=False,
+                hoverinfo="skip",
+            )
+            for name, (_, colour) in curves.items()
+        ]
+
+    for (row, column), trace in zip(placed, heatmaps(start), strict=True):
+        fig.add_trace(trace, row=row, col=column)
+    for name, (label, colour) in curves.items():
+        fig.add_trace(
+            go.Scatter(x=views.taus, y=views.error[name], mode="lines", name=label, line={"color": colour}),
+            row=2,
+            col=3,
+        )
+    for trace in markers(start):
+        fig.add_trace(trace, row=2, col=3)
+    moving = [0, 1, 2, 3, 4, 7, 8]  # the five maps and the two markers (traces 5, 6 are the fixed curves)
+    fig.frames = [
+        go.Frame(
+            name=str(index),
+            data=[*heatmaps(index), *markers(index)],
+            traces=moving,
+            layout={"title": {"text": split_frame_title(views, index)}},
+        )
+        for index in range(len(views.taus))
+    ]
+    for row, column in placed:
+        axis = (row - 1) * 3 + column
+        fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False, row=row, col=column)
+        fig.update_yaxes(
+            autorange="reversed", showticklabels=False, showgrid=False, zeroline=False, row=row, col=column
+        )
+        fig.update_yaxes(scaleanchor=f"x{axis}" if axis > 1 else "x", row=row, col=column)
+    fig.update_xaxes(title_text="temperature τ", type="log", row=2, col=3)
+    fig.update_yaxes(title_text="relative error", rangemode="tozero", row=2, col=3)
+    fig.update_layout(
+        title={"text": split_frame_title(views, start), "font": {"size": 15}},
+        height=height,
+        template="plotly_white",
+        margin={"l": 10, "r": 10, "t": 70, "b": 10},
+        legend={"orientation": "h", "x": 1.0, "xanchor": "right", "y": 0.44, "yanchor": "bottom"},
+        **_slider_and_play(views.taus, start),
     )
     return fig
 
@@ -252,4 +335,63 @@ def scrubber_section(settings: object, methods: list[str], params: Mapping[str, 
         f"{len(taus)} temperatures from τ = {taus[0]:g} to {taus[-1]:g}, head {s.head}, maps {side} × {side} "  # type: ignore[attr-defined]
         f"(block {views.factor}): {views.payload_bytes() / 1e6:.2f} MB of numbers sent once; scrubbing needs no "
         "server. Colours are fixed across frames: attention as log₁₀ weight, errors on one symmetric scale."
+    )
+
+
+SPLIT_MAX_N = 1024  # several n x n parts per temperature are materialised
+
+
+def split_scrubber_section(settings: object, params: Mapping[str, object]) -> None:
+    """The Sparse + low rank page's scrubber: Scatterbrain's split at every temperature of a grid, in the browser."""
+    from ui import compute, state
+    from ui.jobs import run_heavy
+    from ui.sidebar import TAU_OPTIONS
+
+    s = settings  # ui.Settings
+    on = state.toggle(
+        "Scrub the temperature in the browser",
+        "scrub",
+        False,
+        help="Precomputes S, L, S + L and the naive sum at 13 temperatures in one batched call, then the slider and "
+        "▶ Play move through them in your browser with no server round trip.",
+    )
+    if not on:
+        return
+    n = int(s.n)  # type: ignore[attr-defined]
+    if n > SPLIT_MAX_N:
+        st.info(f"The split scrubber works up to n = {SPLIT_MAX_N} (n is {n}); lower n in the sidebar to use it.")
+        return
+    side = int(state.choice("Scrubber pixels", "scrub_px", [32, 48, 64, 96], 48, help="Side of each map."))
+    taus = tuple(tau_grid(s.tau, list(TAU_OPTIONS)))  # type: ignore[attr-defined]
+    knobs = compute.params_key(dict(params))
+    spec, head, seed, device_name = s.spec, s.head, s.seed, s.device_name  # type: ignore[attr-defined]
+
+    def work(report: object) -> SplitViews:
+        import core.scrub
+
+        q, k, v = compute.tensors(spec, compute.resolve(device_name))
+        h = min(max(head, 0), q.shape[0] - 1)
+        return core.scrub.split_views(
+            q[h], k[h], v[h], list(taus), params=compute._params_dict(knobs), seed=seed, side=side
+        )
+
+    # About 0.7 s per temperature at n = 512 on two CPU cores, growing with n².
+    estimate = len(taus) * 0.7 * (n / 512) ** 2
+    try:
+        views = run_heavy(
+            "split_scrub", (spec, head, device_name, knobs, taus, seed, side), work, estimate,
+            title="Precomputing every temperature",
+        )  # fmt: skip
+    except ValueError as exc:  # core.ParameterError: a bad knob
+        st.error(f"Temperature scrubber: {exc}")
+        return
+    start = int(np.argmin(np.abs(np.log(views.taus / s.tau))))  # type: ignore[attr-defined]
+    st.plotly_chart(
+        split_scrub_figure(views, start=start), theme=None, key="split_scrubber", width="stretch",
+        config={"displaylogo": False},
+    )  # fmt: skip
+    st.caption(
+        f"{len(taus)} temperatures from τ = {taus[0]:g} to {taus[-1]:g}, head {head}, maps {side} × {side} "
+        f"(block {views.factor}): {views.payload_bytes() / 1e6:.2f} MB of numbers sent once; scrubbing needs no "
+        "server. The title gives both errors and the naive sum's double counting on Ω at each temperature."
     )
