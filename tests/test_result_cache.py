@@ -61,6 +61,17 @@ def test_nested_values_round_trip(cache_dir: Path) -> None:
     assert row[:2] == [1, 2.5] and np.isnan(row[2]) and row[3] == float("-inf") and row[4:] == [None, "x"]
 
 
+def test_array_shapes_survive_the_round_trip(cache_dir: Path) -> None:
+    # A 0-d array (e.g. method_parts' block "factor") once came back as shape (1,), and int() of it then raised
+    # on the Sparse + low rank page whenever the result was served from the disk cache.
+    value = {"factor": np.asarray(4), "empty": np.zeros((0, 3)), "column": np.ones((3, 1)).T.T}
+    result_cache.put("shapes", "k", value)
+    back = result_cache.get("shapes", "k")
+    for name, array in value.items():
+        assert back[name].shape == array.shape, name
+    assert int(back["factor"]) == 4
+
+
 def test_stored_value_is_npz_bytes_never_a_pickle(cache_dir: Path) -> None:
     spec = small_spec()
     result_cache.put("exact", spec, compute._exact(spec, 1.0, "cpu"))

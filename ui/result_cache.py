@@ -125,7 +125,8 @@ class _Encoder:
     def array(self, tag: str, value: np.ndarray) -> dict[str, Any]:
         if value.dtype.hasobject:
             raise TypeError("object arrays are not cached")
-        self.arrays.append(np.ascontiguousarray(value))
+        # ascontiguousarray alone turns a 0-d array into shape (1,): keep the shape.
+        self.arrays.append(np.ascontiguousarray(value).reshape(value.shape))
         return {tag: len(self.arrays) - 1}
 
     def encode(self, value: Any) -> Any:
