@@ -102,16 +102,36 @@ def wait_rerun(page: Any, before: list[str]) -> None:
         page.wait_for_timeout(10)
 
 
+APP_STATE = """() => {
+  const app = document.querySelector("[data-testid='stApp']");
+  return app ? [app.getAttribute('data-test-connection-state'), app.getAttribute('data-test-script-state')] : null;
+}"""
+CHART_SLOTS = "[data-testid='stPlotlyChart'], [data-testid='stVegaLiteChart'], [data-testid='stDataFrame']"
+
+
+def wait_first_chart(page: Any, start: float) -> float | None:
+    """Seconds from ``start`` to the first drawn chart; None when the run ends with no chart on the page (a page
+    whose results start on a button)."""
+    deadline = time.monotonic() + TIMEOUT_MS / 1000
+    while time.monotonic() < deadline:
+        if page.evaluate(FIRST_CHART):
+            return time.perf_counter() - start
+        if page.evaluate(APP_STATE) == ["CONNECTED", "notRunning"] and time.perf_counter() - start > 0.5:
+            if page.locator(CHART_SLOTS).count():  # a chart is there, still drawing
+                page.wait_for_function(FIRST_CHART, timeout=TIMEOUT_MS, polling="raf")
+                return time.perf_counter() - start
+            return None
+        page.wait_for_timeout(10)
+    raise TimeoutError(f"no chart and no finished run on {page.url} within {TIMEOUT_MS / 1000:.0f} s")
+
+
 def open_page(browser: Any, url: str, *, charts: bool, context: Any = None) -> tuple[float | None, float, Any, Any]:
     """(seconds to the first chart or None, seconds to a finished render, page, context)."""
     context = context or browser.new_context(viewport=VIEWPORT)
     page = context.new_page()
     start = time.perf_counter()
     page.goto(url)
-    first = None
-    if charts:
-        page.wait_for_function(FIRST_CHART, timeout=TIMEOUT_MS, polling="raf")
-        first = time.perf_counter() - start
+    first = wait_first_chart(page, start) if charts else None
     page.wait_for_timeout(50)
     wait_rendered(page, charts=charts)
     return first, time.perf_counter() - start, page, context
