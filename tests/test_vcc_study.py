@@ -86,6 +86,15 @@ def test_view_tree_sizes_add_up_and_the_update_rewrites_j_plus_internal(qkv, h: 
     assert view.update_gap < 1e-9  # tree update == explicit decompression
 
 
+def test_tree_mode_with_padding_counts_pass_through_nodes_as_internal(qkv) -> None:
+    # n_c = 56 pads to a 64-slot dyadic tree: nodes holding padding pass through (free) and are still rewritten.
+    view = vcc_study.vcc_view(*qkv, 1.0, dict(two_level(2), mode="tree"), seed=0, head=0)
+    leaves, internal = vcc_study.tree_counts(view.nodes)
+    assert any(node.status == "pass" for node in view.nodes)
+    assert int(view.r[0]) == N_P + leaves
+    assert view.n_changed == leaves + internal == sum(e.changed for e in view.storage)
+
+
 def test_view_at_full_budget_is_exact(qkv) -> None:
     view = vcc_study.vcc_view(*qkv, 1.0, two_level((N - N_P) // K), seed=0, head=0)
     assert np.all(view.vip_error < 1e-10) and np.all(view.all_error < 1e-10)
