@@ -1,0 +1,186 @@
+"""Pure figure builders for the Regime map page: the winner map (cells within noise greyed) and the gain map.
+
+The beta axis is drawn in log10 units (evenly spaced cells), with ticks at 1-2-5 steps (decades only over
+wider ranges), labelled with beta itself.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+
+ROLE_NAMES = {"sparse": "sparse", "low_rank": "low rank", "sparse_low_rank": "sparse + low rank"}
+ROLE_COLOURS = {"sparse": "#E69F00", "low_rank": "#56B4E9", "sparse_low_rank": "#009E73"}
+NOISE_COLOUR = "#7f7f7f"
+HEIGHT = 470
+
+
+@dataclass
+class MapView:
+    """What both maps share: the grid, hover text, the theory's boundaries and the sidebar's point."""
+
+    betas: np.ndarray  # (T,)
+    spreads: np.ndarray  # (S,)
+    hover: np.ndarray  # (S, T) of str
+    boundaries: Sequence[tuple[float, str]]  # (beta, label) dashed lines
+    star: tuple[float, float] | None = None  # the sidebar's (beta, sigma)
+
+
+def beta_ticks(betas: Sequence[float]) -> tuple[list[float], list[str]]:
+    """Tick positions (log10 beta) and labels: 1, 2, 5 per decade, or decades only over more than 2 decades."""
+    lo, hi = float(min(betas)), float(max(betas))
+    steps = (1, 2, 5) if math.log10(hi / lo) <= 2 else (1,)
+    values = [m * 10.0**e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1) for m in steps]
+    values = [v for v in values if lo * (1 - 1e-9) <= v <= hi * (1 + 1e-9)]
+    if len(values) < 2:  # a narrow range: label its ends
+        values = sorted({lo, hi})
+    return [math.log10(v) for v in values], [f"{v:g}" for v in values]
+
+
+def hover_text(
+    betas: Sequence[float],
+    spreads: Sequence[float],
+    entropy: np.ndarray,
+    errors: Mapping[str, np.ndarray],
+    stderr: Mapping[str, np.ndarray],
+    methods: Mapping[str, str],
+    gain: np.ndarray,
+    within_noise: np.ndarray,
+    seeds: int,
+) -> np.ndarray:
+    """(S, T) hover strings: the cell, its entropy, each role's mean error ± standard error, the gain."""
+    out = np.empty(gain.shape, dtype=object)
+    for i, sigma in enumerate(spreads):
+        for j, beta in enumerate(betas):
+            parts = [f"β = {beta:.3g}, σ = {sigma:.2f}", f"entropy {entropy[i, j]:.2f} nats"]
+            for role, method in methods.items():
+                se = stderr[role][i, j]
+                spread = f" ± {se:.4f}" if seeds > 1 and np.isfinite(se) else ""
+                parts.append(f"{ROLE_NAMES[role]} ({method}): {errors[role][i, j]:.4f}{spread}")
+            parts.append(f"gain of S+L: {100 * gain[i, j]:.1f}%")
+            if within_noise[i, j]:
+                parts.append(f"winner within noise over {seeds} seed(s)")
+            out[i, j] = "<br>".join(parts)
+    return out
+
+
+def _frame(fig: go.Figure, view: MapView, title: str) -> go.Figure:
+    x = np.log10(view.betas)
+    tickvals, ticktext = beta_ticks(view.betas)
+    for index, (beta, label) in enumerate(view.boundaries):
+        if view.betas.min() <= beta <= view.betas.max():
+            fig.add_vline(
+                x=math.log10(beta),
+                line={"dash": "dash", "color": "#333"},
+                annotation_text=label,
+                # alternate top / bottom so two close boundaries never print over each other
+                annotation_position="top right" if index % 2 == 0 else "bottom right",
+                annotation_font={"size": 11},
+                annotation_bgcolor="rgba(255,255,255,0.75)",
+            )
+    if view.star is not None:
+        beta, sigma = view.star
+        fig.add_scatter(
+            x=[math.log10(beta)],
+            y=[sigma],
+            mode="markers",
+            name="sidebar (β, σ)",
+            marker={"symbol": "star", "size": 14, "color": "white", "line": {"color": "black", "width": 1}},
+            hovertemplate=f"sidebar: β {beta:.3g}, σ {sigma:.2f}<extra></extra>",
+        )
+    fig.update_xaxes(
+        tickvals=tickvals,
+        ticktext=ticktext,
+        title="β = 1/τ (log scale)",
+        range=[x.min() - _half_step(x), x.max() + _half_step(x)],
+    )
+    fig.update_layout(
+        title={"text": title, "font": {"size": 14}},
+        yaxis={"title": "cluster spread σ"},
+        height=HEIGHT,
+        template="plotly_white",
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        showlegend=True,
+        legend={"orientation": "h", "yanchor": "top", "y": -0.2, "x": 0},
+    )
+    return fig
+
+
+def _half_step(x: np.ndarray) -> float:
+    return float(np.min(np.diff(np.sort(x)))) / 2 if len(x) > 1 else 0.5
+
+
+def winner_figure(
+    view: MapView, roles: Sequence[str], winner: np.ndarray, within_noise: np.ndarray, seeds: int
+) -> go.Figure:
+    """Cells coloured by the winning role; cells whose winner leads by at most 2 standard errors greyed."""
+    discrete: list[list[float | str]] = []
+    for index, role in enumerate(roles):
+        lo, hi = index / len(roles), (index + 1) / len(roles)
+        discrete += [[lo, ROLE_COLOURS[role]], [hi, ROLE_COLOURS[role]]]
+    x = np.log10(view.betas)
+    fig = go.Figure(
+        go.Heatmap(
+            z=winner,
+            x=x,
+            y=view.spreads,
+            colorscale=discrete,
+            zmin=-0.5,
+            zmax=len(roles) - 0.5,
+            text=view.hover,
+            hovertemplate="%{text}<extra></extra>",
+            showlegend=False,
+            colorbar={
+                "tickvals": list(range(len(roles))),
+                "ticktext": [ROLE_NAMES[r] for r in roles],
+                "title": "winner",
+            },
+        )
+    )
+    noisy = np.where(within_noise, 1.0, np.nan)
+    fig.add_heatmap(
+        z=noisy,
+        x=x,
+        y=view.spreads,
+        colorscale=[[0, NOISE_COLOUR], [1, NOISE_COLOUR]],
+        opacity=0.65,
+        showscale=False,
+        hoverinfo="skip",
+        showlegend=False,
+        name="within noise",
+    )
+    # A legend entry for the grey cells (the heatmap itself has no legend symbol).
+    fig.add_scatter(
+        x=[None],
+        y=[None],
+        mode="markers",
+        marker={"symbol": "square", "size": 12, "color": NOISE_COLOUR, "opacity": 0.65},
+        name=f"greyed: winner's lead ≤ 2 standard errors over {seeds} seeds (within noise)"
+        if seeds > 1
+        else "greyed: exact tie (one seed: no noise estimate)",
+    )
+    return _frame(fig, view, "Which method wins")
+
+
+def gain_figure(view: MapView, gain: np.ndarray) -> go.Figure:
+    """Per cent of the better single method's error that sparse + low rank removes (clipped to ±100%)."""
+    fig = go.Figure(
+        go.Heatmap(
+            z=100 * np.clip(gain, -1, 1),
+            x=np.log10(view.betas),
+            y=view.spreads,
+            colorscale="RdBu",
+            zmid=0,
+            zmin=-100,
+            zmax=100,
+            text=view.hover,
+            hovertemplate="%{text}<extra></extra>",
+            colorbar={"title": "gain %"},
+            showlegend=False,
+        )
+    )
+    return _frame(fig, view, "Error cut by sparse + low rank vs the better single method")
