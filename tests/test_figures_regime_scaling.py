@@ -77,3 +77,82 @@ def test_hover_shows_standard_errors_only_with_several_seeds() -> None:
     assert "± 0.0100" in many[0, 0] and "within noise" in many[0, 0] and "within noise" not in many[0, 1]
     one = regime_figs.hover_text(*args, seeds=1)
     assert "±" not in one[0, 0]
+
+
+# ------------------------------------------------------------------ scaling
+
+from core import scaling_tables  # noqa: E402
+from core.profiling import ScalingPoint  # noqa: E402
+from ui.figures import scaling as scaling_figs  # noqa: E402
+
+
+def _points() -> list[ScalingPoint]:
+    out = []
+    for method, power in (("exact", 2), ("performer", 1)):
+        for n in (256, 1024, 4096):
+            out.append(
+                ScalingPoint(
+                    method,
+                    n,
+                    {},
+                    seconds=1e-6 * n**power,
+                    peak_bytes=4.0 * n**power,
+                    model_flops=10.0 * n**power,
+                    model_bytes=4.0 * n**power,
+                )
+            )
+    out.append(ScalingPoint("performer", 16384, {}, status="stopped: over the time limit"))
+    out.append(ScalingPoint("exact", 16384, {}, status="stopped: earlier size stopped"))
+    return out
+
+
+def test_measured_series_fit_the_slopes_and_skip_stopped_sizes() -> None:
+    series = scaling_tables.measured_series(_points(), ["exact", "performer", "lsh"], gemm_flops=1e10)
+    assert [s.method for s in series] == ["exact", "performer"]  # lsh has no rows
+    exact, performer = series
+    assert exact.ns == [256, 1024, 4096]
+    assert abs(exact.slope - 2) < 1e-9 and abs(performer.slope - 1) < 1e-9
+    assert abs(performer.model_slope - 1) < 1e-9
+    assert performer.model_seconds[0] == 10.0 * 256 / 1e10
+    assert [p.n for p in scaling_tables.stops(_points())] == [16384]
+    table = scaling_tables.slopes_table(series)
+    assert [row["largest n"] for row in table] == [4096, 4096]
+
+
+def test_server_limits_lower_the_knobs_with_notices() -> None:
+    point, total, memory, notices = scaling_tables.fit_server_limits(30, 300, 4096, job_s=60, server_mib=1024)
+    assert (point, total, memory) == (15, 15, 1024) and len(notices) == 3
+    assert scaling_tables.fit_server_limits(5, 30, 1024, job_s=60, server_mib=4096)[3] == []
+
+
+def test_scaling_figures_use_decade_log_axes_and_a_legend_below() -> None:
+    series = scaling_tables.measured_series(_points(), ["exact", "performer"], gemm_flops=1e10)
+    colours = {"exact": "#000000", "performer": "#0072B2"}
+    for fig in (scaling_figs.time_figure(series, colours), scaling_figs.memory_figure(series, colours)):
+        for axis in (fig.layout.xaxis, fig.layout.yaxis):
+            assert axis.type == "log" and axis.dtick == 1 and axis.exponentformat == "power"
+        assert fig.layout.legend.orientation == "h" and fig.layout.legend.y < 0
+        assert not fig.layout.annotations  # slopes are in the legend, not in labels at the line ends
+        assert fig.layout.height > scaling_figs.BASE_HEIGHT  # room for the legend rows
+    names = [t.name for t in scaling_figs.time_figure(series, colours).data]
+    assert "Exact softmax (slope 2.00)" in names and "Performer (FAVOR+): FLOPs at GEMM rate" in names
+
+
+def test_committed_tables_become_dotted_series_named_by_device(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    payload = {
+        "machine": {"device": "cpu", "device_name": "Test CPU", "threads": 2},
+        "rows": [
+            {"entry": "sdpa", "n": n, "status": "ok", "time_s": 1e-6 * n * n, "peak_mib": n / 100} for n in (1024, 2048)
+        ]
+        + [{"entry": "lsh", "n": 1024, "status": "failed", "time_s": 1.0, "peak_mib": 1.0}],
+    }
+    (tmp_path / "scaling_cpu.json").write_text(json.dumps(payload))
+    (tmp_path / "scaling_broken.json").write_text("{")
+    loaded = scaling_tables.load_committed(tmp_path)
+    assert list(loaded) == ["cpu: Test CPU (2 threads)"]
+    (series,) = scaling_tables.committed_series(loaded["cpu: Test CPU (2 threads)"], ["lsh"])
+    assert series.committed and series.label == "sdpa [cpu: Test CPU]" and abs(series.slope - 2) < 1e-9
+    fig = scaling_figs.time_figure([series], {})
+    assert fig.data[0].line.dash == "dot" and "cpu" in fig.data[0].name
