@@ -32,6 +32,14 @@ names = ("support_rounds", "support", "sparse", "low_rank", "naive_sum", "attent
 with st.spinner("Splitting Scatterbrain into its parts…"):
     parts = s.parts("scatterbrain", params, names)
 factor = int(parts["factor"])
+summary = None  # Scatterbrain vs the naive sum, at full resolution only
+if exact_head is not None and factor == 1:
+    arrays = s.inputs()
+    logits = s.beta * (arrays.q[head].astype(np.float64) @ arrays.k[head].astype(np.float64).T)
+    raw = s.parts("scatterbrain", params, ("unnormalized_low_rank",))["unnormalized_low_rank"]
+    summary = sparse_lowrank.correction_summary(
+        exact_head, parts["attention"], parts["naive_sum"], parts["support"], raw, logits, params.get("features", 0)
+    )
 exact_map = ui.display(exact_head)
 top = st.columns(2)
 log_colour = ui.toggle("Log colour scale", "logc", True, help="Show small attention weights too.", where=top[0])
@@ -67,36 +75,15 @@ if params["support"] == "lsh":
     lsh = s.parts("lsh", {"rounds": rounds, "buckets": params["buckets"]}, ("buckets",))
     buckets = lsh.get("buckets")
     cols = st.columns(3)
-    with cols[0]:
-        mask = parts["support_rounds"][which - 1].astype(np.float32)
-        ui.show_figure(
-            ui.heatmap(
-                *shown(mask, "mean")[:1],
-                f"Support of round {which}",
-                kind="mask",
-                factor=shown(mask)[1],
-                hover_label="share of pairs in Ω",
-            ),
-            "support_round",
-            data={"support": mask},
-            key="support_round",
-            png=lambda m=mask: ui.png_bytes(m, "mask"),
-        )
-    with cols[1]:
-        union = parts["support"].astype(np.float32)
-        ui.show_figure(
-            ui.heatmap(
-                *shown(union, "mean")[:1],
-                "Support Ω (all rounds)",
-                kind="mask",
-                factor=shown(union)[1],
-                hover_label="share of pairs in Ω",
-            ),
-            "support_union",
-            data={"support": union},
-            key="support_union",
-            png=lambda m=union: ui.png_bytes(m, "mask"),
-        )
+    for col, name, title, mask in (
+        (cols[0], "support_round", f"Support of round {which}", parts["support_rounds"][which - 1].astype(np.float32)),
+        (cols[1], "support_union", "Support Ω (all rounds)", parts["support"].astype(np.float32)),
+    ):
+        with col:
+            drawn, drawn_factor = shown(mask, "mean")
+            fig = ui.heatmap(drawn, title, kind="mask", factor=drawn_factor, hover_label="share of pairs in Ω")
+            png = lambda m=mask: ui.png_bytes(m, "mask")  # noqa: E731
+            ui.show_figure(fig, name, data={"support": mask}, key=name, png=png)
     with cols[2]:
         if buckets is not None:
             positions = np.arange(s.n)
@@ -116,14 +103,12 @@ if params["support"] == "lsh":
                 "Bucket chart: dot colour = cluster of the position (clustered input); same-cluster positions "
                 "share buckets when the hash works."
             )
-    if exact_head is not None and factor == 1:
-        omega = parts["support"]
-        mass = float((exact_head * omega).sum(axis=-1).mean())
+    if summary is not None:
         c1, c2, c3 = st.columns(3)
-        c1.metric("Entries in Ω", f"{100 * omega.mean():.1f}%", help="Share of the n² pairs in the support.")
+        c1.metric("Entries in Ω", f"{100 * summary.omega_share:.1f}%", help="Share of the n² pairs in the support.")
         c2.metric(
             "Attention mass inside Ω",
-            f"{100 * mass:.1f}%",
+            f"{100 * summary.omega_mass:.1f}%",
             help="Mean over rows of the exact attention weight that falls on the support.",
         )
         c3.metric("Hash rounds × buckets", f"{rounds} × {params['buckets']}")
@@ -172,13 +157,7 @@ for start in (0, 3):
                 key=f"split_{name}",
                 png=lambda m=matrix, k=kind: ui.png_bytes(m, k, log=log_colour and k == "attention"),
             )
-if exact_head is not None and factor == 1:
-    arrays = s.inputs()
-    logits = s.beta * (arrays.q[head].astype(np.float64) @ arrays.k[head].astype(np.float64).T)
-    raw = s.parts("scatterbrain", params, ("unnormalized_low_rank",))["unnormalized_low_rank"]
-    summary = sparse_lowrank.correction_summary(
-        exact_head, parts["attention"], parts["naive_sum"], parts["support"], raw, logits, params.get("features", 0)
-    )
+if summary is not None:
     m1, m2, m3 = st.columns(3)
     m1.metric("Scatterbrain error", f"{summary.sb_error:.3f}", help="‖Â − A‖_F / ‖A‖_F for the shown head.")
     m2.metric(
