@@ -30,6 +30,7 @@ class Series:
     slope: float = math.nan
     model_slope: float = math.nan
     committed: bool = False
+    source: str = ""  # the committed table it comes from ("" for live measurements)
 
 
 def measured_series(points: Iterable[ScalingPoint], methods: Sequence[str], gemm_flops: float) -> list[Series]:
@@ -91,9 +92,11 @@ def load_committed(results_dir: Path) -> dict[str, dict[str, Any]]:
 
 
 def committed_series(payload: dict[str, Any], methods: Sequence[str]) -> list[Series]:
-    """A committed table's rows for ``methods`` (and torch SDPA), one series per entry, named with the device."""
+    """A committed table's rows for ``methods`` (and torch SDPA), one series per entry, named with the device and
+    thread count (two tables from one machine differ only in threads)."""
     rows = [r for r in payload["rows"] if r["status"] == "ok" and (r["entry"] in methods or r["entry"] == "sdpa")]
     machine = payload["machine"]
+    where = f"{machine['device']}: {machine.get('device_name', '')}, {machine.get('threads', '?')} threads"
     out = []
     for entry in dict.fromkeys(r["entry"] for r in rows):
         mine = sorted((r["n"], r["time_s"], r["peak_mib"]) for r in rows if r["entry"] == entry)
@@ -102,12 +105,13 @@ def committed_series(payload: dict[str, Any], methods: Sequence[str]) -> list[Se
         out.append(
             Series(
                 method=entry,
-                label=f"{entry} [{machine['device']}: {machine.get('device_name', '')}]",
+                label=f"{entry} [{where}]",
                 ns=ns,
                 seconds=seconds,
                 peak_mib=[m[2] for m in mine],
                 slope=loglog_slope(ns, seconds),
                 committed=True,
+                source=where,
             )
         )
     return out

@@ -75,7 +75,7 @@ seeds = ui.int_slider(
     3,
     where=c[2],
     help="Each cell's errors are averaged over this many seeds (input and methods redrawn); cells whose winner "
-    "leads by at most two standard errors are greyed. Time grows with the count.",
+    "leads by at most two standard errors are faded and crossed (×). Time grows with the count.",
 )
 betas = (
     np.geomspace(beta_range[0], beta_range[1], beta_count)
@@ -161,7 +161,7 @@ m[-1].metric(
 )
 st.caption(
     f"**Averaged over {seeds} seed(s)** ({s.seed} … {s.seed + seeds - 1}: each redraws the input and the "
-    "methods' randomness). Greyed cells: the winner's mean lead over the second-best method is at most two "
+    "methods' randomness). Faded cells with ×: the winner's mean lead over the second-best method is at most two "
     "standard errors of that lead across seeds, so another draw could change the winner."
 )
 

@@ -35,7 +35,7 @@ def test_beta_ticks_are_1_2_5_or_decades_and_inside_the_range() -> None:
     assert narrow == ["3", "4"]
 
 
-def test_winner_map_greys_exactly_the_cells_within_noise() -> None:
+def test_winner_map_marks_exactly_the_cells_within_noise() -> None:
     view = _view()
     winner = np.zeros((5, 8), dtype=int)
     within = np.zeros((5, 8), dtype=bool)
@@ -45,6 +45,10 @@ def test_winner_map_greys_exactly_the_cells_within_noise() -> None:
     z = np.array(overlay.z, dtype=float)
     assert np.array_equal(~np.isnan(z), within)
     assert overlay.hoverinfo == "skip"
+    crosses = fig.data[2]
+    assert sorted(zip(crosses.y, crosses.x, strict=True)) == sorted(
+        (view.spreads[i], np.log10(view.betas)[j]) for i, j in [(1, 2), (4, 7)]
+    )
     legend = [t.name for t in fig.data if t.type == "scatter" and t.showlegend is not False]
     assert any("within noise" in name and "3 seeds" in name for name in legend), legend
     assert any(name == "sidebar (β, σ)" for name in legend)
@@ -153,6 +157,9 @@ def test_committed_tables_become_dotted_series_named_by_device(tmp_path) -> None
     loaded = scaling_tables.load_committed(tmp_path)
     assert list(loaded) == ["cpu: Test CPU (2 threads)"]
     (series,) = scaling_tables.committed_series(loaded["cpu: Test CPU (2 threads)"], ["lsh"])
-    assert series.committed and series.label == "sdpa [cpu: Test CPU]" and abs(series.slope - 2) < 1e-9
-    fig = scaling_figs.time_figure([series], {})
+    assert series.committed and series.label == "sdpa [cpu: Test CPU, 2 threads]" and abs(series.slope - 2) < 1e-9
+    other = scaling_tables.Series(**{**vars(series), "source": "cpu: Test CPU, 1 threads"})
+    fig = scaling_figs.time_figure([series, other], {"exact": "#123456"})
     assert fig.data[0].line.dash == "dot" and "cpu" in fig.data[0].name
+    assert fig.data[0].line.color == "#123456"  # sdpa is drawn in exact attention's colour
+    assert fig.data[1].line.dash != fig.data[0].line.dash  # one dash and marker per committed table

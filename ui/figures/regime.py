@@ -1,4 +1,4 @@
-"""Pure figure builders for the Regime map page: the winner map (cells within noise greyed) and the gain map.
+"""Pure figure builders for the Regime map page: the winner map (cells within noise faded and crossed) and the gain map.
 
 The beta axis is drawn in log10 units (evenly spaced cells), with ticks at 1-2-5 steps (decades only over
 wider ranges), labelled with beta itself.
@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 
 ROLE_NAMES = {"sparse": "sparse", "low_rank": "low rank", "sparse_low_rank": "sparse + low rank"}
 ROLE_COLOURS = {"sparse": "#E69F00", "low_rank": "#56B4E9", "sparse_low_rank": "#009E73"}
-NOISE_COLOUR = "#7f7f7f"
+NOISE_COLOUR = "#404040"
 HEIGHT = 470
 
 
@@ -117,7 +117,7 @@ def _half_step(x: np.ndarray) -> float:
 def winner_figure(
     view: MapView, roles: Sequence[str], winner: np.ndarray, within_noise: np.ndarray, seeds: int
 ) -> go.Figure:
-    """Cells coloured by the winning role; cells whose winner leads by at most 2 standard errors greyed."""
+    """Cells coloured by the winning role; cells whose winner leads by at most 2 standard errors faded and crossed."""
     discrete: list[list[float | str]] = []
     for index, role in enumerate(roles):
         lo, hi = index / len(roles), (index + 1) / len(roles)
@@ -141,27 +141,29 @@ def winner_figure(
             },
         )
     )
-    noisy = np.where(within_noise, 1.0, np.nan)
+    # Cells whose winner is within noise: faded (a white veil) and crossed, so the winner colour stays legible.
     fig.add_heatmap(
-        z=noisy,
+        z=np.where(within_noise, 1.0, np.nan),
         x=x,
         y=view.spreads,
-        colorscale=[[0, NOISE_COLOUR], [1, NOISE_COLOUR]],
-        opacity=0.65,
+        colorscale=[[0, "white"], [1, "white"]],
+        opacity=0.5,
         showscale=False,
         hoverinfo="skip",
         showlegend=False,
         name="within noise",
     )
-    # A legend entry for the grey cells (the heatmap itself has no legend symbol).
+    rows, cols = np.nonzero(within_noise)
     fig.add_scatter(
-        x=[None],
-        y=[None],
+        x=x[cols],
+        y=view.spreads[rows],
         mode="markers",
-        marker={"symbol": "square", "size": 12, "color": NOISE_COLOUR, "opacity": 0.65},
-        name=f"greyed: winner's lead ≤ 2 standard errors over {seeds} seeds (within noise)"
+        marker={"symbol": "x-thin", "size": 11, "line": {"width": 2, "color": NOISE_COLOUR}, "color": NOISE_COLOUR},
+        hoverinfo="skip",
+        name=f"× faded: winner leads by ≤ 2 standard errors over {seeds} seeds (within noise)"
         if seeds > 1
-        else "greyed: exact tie (one seed: no noise estimate)",
+        else "× faded: exact tie (one seed gives no noise estimate)",
+        showlegend=True,
     )
     return _frame(fig, view, "Which method wins")
 

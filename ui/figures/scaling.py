@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import plotly.graph_objects as go
 
@@ -15,6 +16,8 @@ from core.scaling_tables import Series
 from ui.figures.axes import use_decades
 
 BASE_HEIGHT = 420
+SOURCE_STYLES = [("dot", "diamond"), ("dashdot", "square"), ("longdash", "triangle-up"), ("dash", "circle")]
+COMMITTED_ALIASES = {"sdpa": "exact"}  # the benchmark's name for exact attention
 LEGEND_ROW_PX = 22
 
 
@@ -33,6 +36,15 @@ def _figure(title: str, y_title: str, entries: int) -> go.Figure:
     return fig
 
 
+def _committed_style(s: Series, sources: list[str], colours: Mapping[str, str]) -> dict[str, Any]:
+    """Committed series: the method's colour, a dash and marker per table."""
+    if s.source not in sources:
+        sources.append(s.source)
+    dash, symbol = SOURCE_STYLES[sources.index(s.source) % len(SOURCE_STYLES)]
+    colour = colours.get(COMMITTED_ALIASES.get(s.method, s.method))
+    return {"line": {"dash": dash, "color": colour}, "marker": {"symbol": symbol, "color": colour}, "opacity": 0.7}
+
+
 def _finite(values: Sequence[float]) -> list[float]:
     return [v for v in values if v is not None and math.isfinite(v) and v > 0]
 
@@ -43,6 +55,7 @@ def time_figure(series: Sequence[Series], colours: Mapping[str, str]) -> go.Figu
     fig = _figure("Wall time against n (log–log)", "seconds", 2 * len(measured) + len(series) - len(measured))
     xs: list[float] = []
     ys: list[float] = []
+    sources: list[str] = []
     for s in series:
         xs += s.ns
         ys += _finite(s.seconds) + _finite(s.model_seconds)
@@ -52,9 +65,7 @@ def time_figure(series: Sequence[Series], colours: Mapping[str, str]) -> go.Figu
                 y=s.seconds,
                 mode="lines+markers",
                 name=f"{s.label} (slope {s.slope:.2f})",
-                line={"dash": "dot"},
-                marker={"symbol": "diamond"},
-                opacity=0.7,
+                **_committed_style(s, sources, colours),
             )
             continue
         colour = colours.get(s.method, "#333333")
@@ -85,18 +96,13 @@ def memory_figure(series: Sequence[Series], colours: Mapping[str, str]) -> go.Fi
     fig = _figure("Peak memory against n (log–log)", "MiB", 2 * len(measured) + len(series) - len(measured))
     xs: list[float] = []
     ys: list[float] = []
+    sources: list[str] = []
     for s in series:
         xs += s.ns
         ys += _finite(s.peak_mib) + _finite(s.model_mib)
         if s.committed:
             fig.add_scatter(
-                x=s.ns,
-                y=s.peak_mib,
-                mode="lines+markers",
-                name=s.label,
-                line={"dash": "dot"},
-                marker={"symbol": "diamond"},
-                opacity=0.7,
+                x=s.ns, y=s.peak_mib, mode="lines+markers", name=s.label, **_committed_style(s, sources, colours)
             )
             continue
         colour = colours.get(s.method, "#333333")
