@@ -51,15 +51,20 @@ def test_winner_map_marks_exactly_the_cells_within_noise() -> None:
     )
     legend = [t.name for t in fig.data if t.type == "scatter" and t.showlegend is not False]
     assert any("within noise" in name and "3 seeds" in name for name in legend), legend
+    assert all(len(name) <= 50 for name in legend), legend  # fits a half-width column at 1280 px
     assert any(name == "sidebar (β, σ)" for name in legend)
     assert list(fig.data[0].colorbar.ticktext) == ["sparse", "low rank", "sparse + low rank"]
 
 
-def test_boundary_labels_alternate_top_and_bottom() -> None:
+def test_boundaries_are_dashed_lines_named_in_the_legend_not_text_in_the_plot() -> None:
     fig = regime_figs.gain_figure(_view(), np.zeros((5, 8)))
-    positions = [(a.yanchor, a.y) for a in fig.layout.annotations]
-    assert len(positions) == 2 and positions[0] != positions[1]
+    assert not fig.layout.annotations  # no text that could collide
+    lines = [t for t in fig.data if t.type == "scatter" and t.mode == "lines"]
+    assert [t.name for t in lines] == ["β ≈ ln n / ln d = 1.30", "β ≈ ln n = 5.50"]
+    assert lines[0].line.dash != lines[1].line.dash
     assert fig.layout.legend.orientation == "h" and fig.layout.legend.y < 0  # the legend sits below the plot
+    outside = regime_figs.MapView(np.array([10.0, 20.0]), np.array([0.1, 0.2]), np.full((2, 2), ""), [(1.3, "x")])
+    assert not [t for t in regime_figs.gain_figure(outside, np.zeros((2, 2))).data if t.type == "scatter"]
 
 
 def test_gain_map_is_clipped_to_plus_minus_100_percent() -> None:

@@ -16,7 +16,8 @@ import plotly.graph_objects as go
 ROLE_NAMES = {"sparse": "sparse", "low_rank": "low rank", "sparse_low_rank": "sparse + low rank"}
 ROLE_COLOURS = {"sparse": "#E69F00", "low_rank": "#56B4E9", "sparse_low_rank": "#009E73"}
 NOISE_COLOUR = "#404040"
-HEIGHT = 470
+BOUNDARY_DASHES = ("dash", "dot")
+HEIGHT = 520
 
 
 @dataclass
@@ -71,16 +72,19 @@ def hover_text(
 def _frame(fig: go.Figure, view: MapView, title: str) -> go.Figure:
     x = np.log10(view.betas)
     tickvals, ticktext = beta_ticks(view.betas)
+    # The theory's boundaries are dashed lines named in the legend (never text in the plot, which collides
+    # with the other line or the cells in a narrow column).
+    lo, hi = float(view.spreads.min()), float(view.spreads.max())
+    pad = _half_step(np.asarray(view.spreads, dtype=float))
     for index, (beta, label) in enumerate(view.boundaries):
         if view.betas.min() <= beta <= view.betas.max():
-            fig.add_vline(
-                x=math.log10(beta),
-                line={"dash": "dash", "color": "#333"},
-                annotation_text=label,
-                # alternate top / bottom so two close boundaries never print over each other
-                annotation_position="top right" if index % 2 == 0 else "bottom right",
-                annotation_font={"size": 11},
-                annotation_bgcolor="rgba(255,255,255,0.75)",
+            fig.add_scatter(
+                x=[math.log10(beta)] * 2,
+                y=[lo - pad, hi + pad],
+                mode="lines",
+                line={"dash": BOUNDARY_DASHES[index % len(BOUNDARY_DASHES)], "color": "#222", "width": 2},
+                name=f"{label} = {beta:.2f}",
+                hoverinfo="skip",
             )
     if view.star is not None:
         beta, sigma = view.star
@@ -98,6 +102,8 @@ def _frame(fig: go.Figure, view: MapView, title: str) -> go.Figure:
         title="β = 1/τ (log scale)",
         range=[x.min() - _half_step(x), x.max() + _half_step(x)],
     )
+    spreads = np.asarray(view.spreads, dtype=float)
+    fig.update_yaxes(range=[spreads.min() - _half_step(spreads), spreads.max() + _half_step(spreads)])
     fig.update_layout(
         title={"text": title, "font": {"size": 14}},
         yaxis={"title": "cluster spread σ"},
@@ -105,7 +111,7 @@ def _frame(fig: go.Figure, view: MapView, title: str) -> go.Figure:
         template="plotly_white",
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
         showlegend=True,
-        legend={"orientation": "h", "yanchor": "top", "y": -0.2, "x": 0},
+        legend={"orientation": "h", "yanchor": "top", "y": -0.16, "x": 0, "font": {"size": 11}},
     )
     return fig
 
@@ -154,15 +160,16 @@ def winner_figure(
         name="within noise",
     )
     rows, cols = np.nonzero(within_noise)
+    size = max(5.0, min(11.0, 100 / max(winner.shape)))  # crosses shrink with the cells so they stay apart
     fig.add_scatter(
         x=x[cols],
         y=view.spreads[rows],
         mode="markers",
-        marker={"symbol": "x-thin", "size": 11, "line": {"width": 2, "color": NOISE_COLOUR}, "color": NOISE_COLOUR},
+        marker={"symbol": "x-thin", "size": size, "line": {"width": 2, "color": NOISE_COLOUR}, "color": NOISE_COLOUR},
         hoverinfo="skip",
-        name=f"× faded: winner leads by ≤ 2 standard errors over {seeds} seeds (within noise)"
+        name=f"winner within noise (lead ≤ 2 SE, {seeds} seeds)"
         if seeds > 1
-        else "× faded: exact tie (one seed gives no noise estimate)",
+        else "exact tie (1 seed: no noise estimate)",
         showlegend=True,
     )
     return _frame(fig, view, "Which method wins")
