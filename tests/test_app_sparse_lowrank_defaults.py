@@ -97,3 +97,13 @@ def test_the_summary_matches_a_direct_computation() -> None:
     exact = approximate("exact", x.q[0], x.k[0], x.v[0], scale=0.5).attention().double()
     want = float(torch.linalg.norm(sb.parts["naive_sum"].double() - exact) / torch.linalg.norm(exact))
     assert abs(got.naive_error - want) < 1e-6
+
+
+def test_the_spectrum_labels_at_most_a_few_decades() -> None:
+    from ui.figures import sparse_lowrank as figs
+
+    sv = np.logspace(0, -12, 50)
+    fig = figs.spectrum_figure(sv, None, 10, ["#000", "#111"])
+    assert fig.layout.yaxis.type == "log" and fig.layout.yaxis.dtick >= 2
+    few = figs.spectrum_figure(np.logspace(0, -3, 50), np.logspace(0, -2, 50), 10, ["#000", "#111"])
+    assert few.layout.yaxis.dtick == 1 and len(few.data) == 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -9,6 +10,8 @@ import plotly.graph_objects as go
 
 from core.sparse_lowrank import Fig4Curves
 from ui.figures.axes import use_decades
+
+MAX_LABELLED_DECADES = 6  # a 340 px log axis has room for about this many labels
 
 
 def _figure(title: str, x_title: str, y_title: str, height: int) -> go.Figure:
@@ -59,7 +62,11 @@ def spectrum_figure(
             name="Scatterbrain's low-rank part L",
             line={"color": colours[1], "dash": "dot"},
         )
-    use_decades(fig, "y", np.concatenate(shown))
+    values = np.concatenate(shown)
+    use_decades(fig, "y", values)
+    span = float(np.log10(values.max() / values.min()))
+    if span > MAX_LABELLED_DECADES:  # label every k-th decade so the labels never overlap
+        fig.update_yaxes(dtick=math.ceil(span / MAX_LABELLED_DECADES), minor={"ticks": ""})
     fig.add_vline(
         x=budget_rank,
         line={"dash": "dash", "color": "#555"},
