@@ -206,6 +206,14 @@ def sweep_estimate(
     return Estimate(nbytes, seconds)
 
 
+def regime_estimate(
+    methods: Mapping[str, Mapping[str, Any]], n: int, d: int, betas: int, spreads: int, seeds: int = 1
+) -> Estimate:
+    """The regime map (core.regime.averaged_regime_map): one sweep over ``betas`` temperatures per spread and
+    seed, run one after another, so time grows with ``spreads * seeds`` and memory does not."""
+    return sweep_estimate(methods, n, d, 1, betas, rows=spreads * max(1, seeds))
+
+
 def _budget_or(method: str, n: int, d: int, params: Mapping[str, Any]) -> dict[str, Any]:
     """The method's parameters as it will run them (budget values under the given overrides)."""
     from core import registry

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 import streamlit as st
-import torch
 
 import core
 import ui
-from core import limits
+from core import limits, sparse_lowrank
+from ui.figures import sparse_lowrank as figs
 
 ui.page("Sparse + low rank", icon=":material/join_inner:", url_path="Sparse_plus_low_rank")
-s = ui.sidebar(max_n=1024)
+s = ui.sidebar(max_n=1024, defaults=sparse_lowrank.PAGE_DEFAULTS)
 
 ui.explain(
     "Scatterbrain approximates exp(q·k/τ) with random features everywhere (a low-rank matrix L), then fixes "
@@ -34,6 +32,14 @@ names = ("support_rounds", "support", "sparse", "low_rank", "naive_sum", "attent
 with st.spinner("Splitting Scatterbrain into its parts…"):
     parts = s.parts("scatterbrain", params, names)
 factor = int(parts["factor"])
+summary = None  # Scatterbrain vs the naive sum, at full resolution only
+if exact_head is not None and factor == 1:
+    arrays = s.inputs()
+    logits = s.beta * (arrays.q[head].astype(np.float64) @ arrays.k[head].astype(np.float64).T)
+    raw = s.parts("scatterbrain", params, ("unnormalized_low_rank",))["unnormalized_low_rank"]
+    summary = sparse_lowrank.correction_summary(
+        exact_head, parts["attention"], parts["naive_sum"], parts["support"], raw, logits, params.get("features", 0)
+    )
 exact_map = ui.display(exact_head)
 top = st.columns(2)
 log_colour = ui.toggle("Log colour scale", "logc", True, help="Show small attention weights too.", where=top[0])
@@ -69,52 +75,20 @@ if params["support"] == "lsh":
     lsh = s.parts("lsh", {"rounds": rounds, "buckets": params["buckets"]}, ("buckets",))
     buckets = lsh.get("buckets")
     cols = st.columns(3)
-    with cols[0]:
-        mask = parts["support_rounds"][which - 1].astype(np.float32)
-        ui.show_figure(
-            ui.heatmap(
-                *shown(mask, "mean")[:1],
-                f"Support of round {which}",
-                kind="mask",
-                factor=shown(mask)[1],
-                hover_label="share of pairs in Ω",
-            ),
-            "support_round",
-            data={"support": mask},
-            key="support_round",
-            png=lambda m=mask: ui.png_bytes(m, "mask"),
-        )
-    with cols[1]:
-        union = parts["support"].astype(np.float32)
-        ui.show_figure(
-            ui.heatmap(
-                *shown(union, "mean")[:1],
-                "Support Ω (all rounds)",
-                kind="mask",
-                factor=shown(union)[1],
-                hover_label="share of pairs in Ω",
-            ),
-            "support_union",
-            data={"support": union},
-            key="support_union",
-            png=lambda m=union: ui.png_bytes(m, "mask"),
-        )
+    for col, name, title, mask in (
+        (cols[0], "support_round", f"Support of round {which}", parts["support_rounds"][which - 1].astype(np.float32)),
+        (cols[1], "support_union", "Support Ω (all rounds)", parts["support"].astype(np.float32)),
+    ):
+        with col:
+            drawn, drawn_factor = shown(mask, "mean")
+            fig = ui.heatmap(drawn, title, kind="mask", factor=drawn_factor, hover_label="share of pairs in Ω")
+            png = lambda m=mask: ui.png_bytes(m, "mask")  # noqa: E731
+            ui.show_figure(fig, name, data={"support": mask}, key=name, png=png)
     with cols[2]:
         if buckets is not None:
             positions = np.arange(s.n)
-            fig = ui.line_figure(f"Buckets in round {which}", "position", "bucket", height=320)
-            labels = s.inputs().labels
-            fig.add_scatter(
-                x=positions,
-                y=buckets[which - 1, 0],
-                mode="markers",
-                name="queries",
-                marker={
-                    "size": 4,
-                    "color": labels if labels is not None else ui.method_colour(0),
-                    "colorscale": "Cividis" if labels is not None else None,
-                },
-                hovertemplate="position %{x}: bucket %{y}<extra>query</extra>",
+            fig = figs.buckets_figure(
+                buckets[which - 1, 0], s.inputs().labels, ui.method_colour(0), f"Buckets in round {which}"
             )
             ui.show_figure(
                 fig,
@@ -129,14 +103,12 @@ if params["support"] == "lsh":
                 "Bucket chart: dot colour = cluster of the position (clustered input); same-cluster positions "
                 "share buckets when the hash works."
             )
-    if exact_head is not None and factor == 1:
-        omega = parts["support"]
-        mass = float((exact_head * omega).sum(axis=-1).mean())
+    if summary is not None:
         c1, c2, c3 = st.columns(3)
-        c1.metric("Entries in Ω", f"{100 * omega.mean():.1f}%", help="Share of the n² pairs in the support.")
+        c1.metric("Entries in Ω", f"{100 * summary.omega_share:.1f}%", help="Share of the n² pairs in the support.")
         c2.metric(
             "Attention mass inside Ω",
-            f"{100 * mass:.1f}%",
+            f"{100 * summary.omega_mass:.1f}%",
             help="Mean over rows of the exact attention weight that falls on the support.",
         )
         c3.metric("Hash rounds × buckets", f"{rounds} × {params['buckets']}")
@@ -185,31 +157,32 @@ for start in (0, 3):
                 key=f"split_{name}",
                 png=lambda m=matrix, k=kind: ui.png_bytes(m, k, log=log_colour and k == "attention"),
             )
-if exact_head is not None and factor == 1:
-    sb_err = float(np.linalg.norm(parts["attention"] - exact_head) / np.linalg.norm(exact_head))
-    naive_err = float(np.linalg.norm(parts["naive_sum"] - exact_head) / np.linalg.norm(exact_head))
-    on_support = parts["support"]
-    raw = s.parts("scatterbrain", params, ("unnormalized_low_rank",))["unnormalized_low_rank"]
-    arrays = s.inputs()
-    logits = s.beta * (arrays.q[head].astype(np.float64) @ arrays.k[head].astype(np.float64).T)
-    # (exact + L) / exact on the support, before normalising: about 2 when Performer is unbiased.
-    with np.errstate(over="ignore", invalid="ignore"):
-        double = 1.0 + raw[on_support].astype(np.float64) / np.exp(logits[on_support])
-    double = double[np.isfinite(double)]
-    naive_ratio = float(np.median(double)) if double.size else float("nan")
-    naive_mean = float(np.mean(double)) if double.size else float("nan")
+if summary is not None:
     m1, m2, m3 = st.columns(3)
-    m1.metric("Scatterbrain error", f"{sb_err:.3f}", help="‖Â − A‖_F / ‖A‖_F for the shown head.")
+    m1.metric("Scatterbrain error", f"{summary.sb_error:.3f}", help="‖Â − A‖_F / ‖A‖_F for the shown head.")
     m2.metric(
-        "Naive-sum error", f"{naive_err:.3f}", delta=f"{naive_err - sb_err:+.3f} vs Scatterbrain", delta_color="inverse"
+        "Naive-sum error",
+        f"{summary.naive_error:.3f}",
+        delta=f"{summary.naive_error - summary.sb_error:+.3f} vs Scatterbrain",
+        delta_color="inverse",
     )
     m3.metric(
         "Naive sum on Ω before normalising",
-        f"{naive_mean:.2f} × exact",
+        f"{summary.ratio_mean:.2f} × exact",
         help="Mean of (exp(q·k) + φ(q)·φ(k)) / exp(q·k) over the support: the double counting (≈ 2 in "
         "expectation, because the random features are unbiased). The median is "
-        f"{naive_ratio:.2f}: with few features the estimate is usually small and occasionally huge.",
+        f"{summary.ratio_median:.2f}: with few features the estimate is usually small and occasionally huge.",
     )
+    if summary.matters:
+        st.success(f"**The correction matters here**: the naive sum's error is {summary.factor:.1f}× Scatterbrain's.")
+    else:
+        st.warning(
+            f"**At these settings the correction does not matter**: the naive sum's error ({summary.naive_error:.3f}) "
+            f"is within {100 * (sparse_lowrank.MATTERS_FACTOR - 1):.0f}% of Scatterbrain's ({summary.sb_error:.3f}), "
+            "because " + "; and ".join(summary.reasons()) + ". Flatter rows and more features show it: "
+            f"τ = {sparse_lowrank.PAGE_DEFAULTS['tau']:g} with budget "
+            f"{ui.fmt_fraction(sparse_lowrank.PAGE_DEFAULTS['budget'])} (this page's defaults)."
+        )
 st.caption(
     ui.downsample_caption(s.n, shown(exact_map)[1]) + " S uses a red-blue scale because it can be negative (range: the "
     "99th percentile of its non-zero |entries|)."
@@ -267,109 +240,29 @@ ui.explain(
     r"\min_{\mathrm{rank}\,B\le k}\lVert A - B\rVert_F^2 = \sum_{i>k}\sigma_i^2",
 )
 if exact_head is not None:
-    sv = np.linalg.svd(exact_head.astype(np.float64), compute_uv=False)
     budget_rank = (
         int(core.budget_params("svd", s.n, s.d, s.fraction)["rank"])
         if "svd" in ui.registered_methods()
         else max(1, int(s.fraction * s.n / 2))
     )
-    energy = float((sv[:budget_rank] ** 2).sum() / (sv**2).sum())
-    fig = ui.line_figure("Singular values (exact attention, shown head)", "index i", "σᵢ", log_y=True, height=340)
-    fig.add_scatter(
-        x=np.arange(1, len(sv) + 1),
-        y=np.maximum(sv, 1e-12),
-        mode="lines",
-        name="exact",
-        line={"color": ui.method_colour(0)},
-    )
-    low_rank_part = parts["low_rank"] if factor == 1 else None
-    if low_rank_part is not None:
-        sv_l = np.linalg.svd(low_rank_part.astype(np.float64), compute_uv=False)
-        fig.add_scatter(
-            x=np.arange(1, len(sv_l) + 1),
-            y=np.maximum(sv_l, 1e-12),
-            mode="lines",
-            name="Scatterbrain's low-rank part L",
-            line={"color": ui.method_colour(1), "dash": "dot"},
-        )
-    fig.add_vline(
-        x=budget_rank, line={"dash": "dash", "color": "#555"}, annotation_text=f"rank the budget buys: {budget_rank}"
-    )
+    sv, energy, best_error = sparse_lowrank.spectrum(exact_head, budget_rank)
+    sv_l = np.linalg.svd(parts["low_rank"].astype(np.float64), compute_uv=False) if factor == 1 else None
+    fig = figs.spectrum_figure(sv, sv_l, budget_rank, [ui.method_colour(0), ui.method_colour(1)])
     ui.show_figure(
         fig, "spectrum", data=pd.DataFrame({"index": np.arange(1, len(sv) + 1), "singular_value": sv}), key="spectrum"
     )
     st.caption(
         f"The top {budget_rank} singular values hold {100 * energy:.1f}% of ‖A‖²_F, so the best rank-"
-        f"{budget_rank} matrix has relative error {math.sqrt(max(0.0, 1 - energy)):.3f}."
+        f"{budget_rank} matrix has relative error {best_error:.3f}."
     )
 
 
 # ------------------------------------------------------------------ 5. Fig. 4
-def performer_variance(x: np.ndarray, m: int) -> np.ndarray:
-    """Performer (positive iid features) MSE of exp(q.k) for unit q, k with q.k = x (Performer Lemma 2)."""
-    s2 = 2 + 2 * x
-    return np.exp(s2) * np.exp(2 * x) * (1 - np.exp(-s2)) / m
-
-
-def cross_polytope_collision(x: np.ndarray, d: int, hashes: int, tables: int) -> np.ndarray:
-    """P[(q, k) in Omega] with tables of concatenated cross-polytope hashes (the paper's Theorem 2 bound)."""
-    tau2 = np.clip(2 - 2 * x, 0, 4 - 1e-9)
-    p = np.exp(-tau2 / (4 - tau2) * math.log(d))
-    return 1 - (1 - p**hashes) ** tables
-
-
 @st.cache_data(show_spinner=False, max_entries=16)
 def fig4_measure(
     d: int, m: int, rounds: int, buckets: int, draws: int, pairs: int, orthogonal: bool, seed: int
 ) -> dict[str, np.ndarray]:
-    """Per-pair squared errors of the unnormalised estimates of exp(q.k) for unit q, k with q.k spread over [-1, 1].
-
-    Pair i has k_i = cos(t_i) q_i + sin(t_i) u_i (u_i a unit vector orthogonal to q_i), so q_i.k_i = cos(t_i).
-    """
-    g = torch.Generator().manual_seed(seed)
-    q = torch.randn(pairs, d, generator=g, dtype=torch.float64)
-    q = q / q.norm(dim=-1, keepdim=True)
-    u = torch.randn(pairs, d, generator=g, dtype=torch.float64)
-    u = u - (u * q).sum(-1, keepdim=True) * q
-    u = u / u.norm(dim=-1, keepdim=True)
-    x = torch.linspace(-1, 1, pairs, dtype=torch.float64)
-    k = x[:, None] * q + torch.sqrt(1 - x[:, None] ** 2) * u
-    qf, kf = q.float()[None], k.float()[None]
-    v = torch.zeros(1, pairs, 1)
-    truth = torch.exp(x)
-    idx = torch.arange(pairs)
-    errs = {"performer": [], "lsh": [], "scatterbrain": []}
-    hits = []
-    for draw in range(draws):
-        perf = core.approximate(
-            "performer", qf, kf, v, scale=1.0, seed=seed + draw, features=m, kernel="positive", orthogonal=orthogonal
-        )
-        est = perf.parts["unnormalized"][0][idx, idx].double()
-        errs["performer"].append(((est - truth) ** 2).numpy())
-        lsh = core.approximate("lsh", qf, kf, v, scale=1.0, seed=seed + draw, rounds=rounds, buckets=buckets)
-        hit = lsh.parts["support"][0][idx, idx]
-        hits.append(hit.numpy())
-        errs["lsh"].append(((torch.where(hit, truth, torch.zeros_like(truth)) - truth) ** 2).numpy())
-        sb = core.approximate(
-            "scatterbrain",
-            qf,
-            kf,
-            v,
-            scale=1.0,
-            seed=seed + draw,
-            features=m,
-            kernel="positive",
-            orthogonal=orthogonal,
-            support="lsh",
-            rounds=rounds,
-            buckets=buckets,
-        )
-        est_sb = (sb.parts["unnormalized_sparse"][0] + sb.parts["unnormalized_low_rank"][0])[idx, idx].double()
-        errs["scatterbrain"].append(((est_sb - truth) ** 2).numpy())
-    out = {f"sq_error_{k}": np.stack(v) for k, v in errs.items()}
-    out["collision"] = np.stack(hits).astype(np.float64)
-    out["qk"] = x.numpy()
-    return out
+    return sparse_lowrank.fig4_measure(d, m, rounds, buckets, draws, pairs, orthogonal, seed)
 
 
 def fig4_view() -> None:
@@ -391,51 +284,11 @@ def fig4_view() -> None:
     orthogonal = ui.toggle("orthogonal features (the theory curve assumes iid)", "f4_orth", False)
     with st.spinner("Measuring the estimators over random draws…"):
         res = fig4_measure(d, m, rounds, buckets, draws, 256, orthogonal, s.seed)
-    x = res["qk"]
-    bins = np.linspace(-1, 1, 21)
-    centres = (bins[:-1] + bins[1:]) / 2
-    which = np.clip(np.digitize(x, bins) - 1, 0, len(centres) - 1)
-
-    def binned(values: np.ndarray) -> np.ndarray:
-        flat = values.mean(axis=0)
-        return np.array([flat[which == b].mean() if np.any(which == b) else np.nan for b in range(len(centres))])
-
-    grid = np.linspace(-1, 1, 201)
-    collision = binned(res["collision"])
-    collision_grid = np.interp(grid, centres, np.nan_to_num(collision))
-    theory = {
-        "performer": performer_variance(grid, m),
-        "lsh": (1 - collision_grid) * np.exp(2 * grid),
-        "scatterbrain": (1 - collision_grid) * performer_variance(grid, m),
-    }
-    paper_p = cross_polytope_collision(grid, d, 23, 4)
-    fig = ui.line_figure("Per-entry MSE of the estimate of exp(q·k)", "q·k", "mean squared error", height=420)
-    table = {"qk_bin_centre": centres, "collision_rate": collision}
-    for i, name in enumerate(("performer", "lsh", "scatterbrain")):
-        colour = ui.method_colour(i)
-        measured = binned(res[f"sq_error_{name}"])
-        table[f"mse_{name}"] = measured
-        label = ui.method_label(name)
-        fig.add_scatter(
-            x=centres, y=measured, mode="markers", name=f"{label}: measured", marker={"color": colour, "size": 8}
-        )
-        fig.add_scatter(x=grid, y=theory[name], mode="lines", name=f"{label}: theory", line={"color": colour})
-    fig.add_scatter(
-        x=grid,
-        y=(1 - paper_p) * np.exp(2 * grid),
-        mode="lines",
-        name="LSH: paper's setting (L=4, K=23)",
-        line={"color": ui.method_colour(1), "dash": "dot"},
-        visible="legendonly",
-    )
-    fig.add_scatter(
-        x=grid,
-        y=(1 - paper_p) * performer_variance(grid, m),
-        mode="lines",
-        name="Scatterbrain: paper's setting",
-        line={"color": ui.method_colour(2), "dash": "dot"},
-        visible="legendonly",
-    )
+    curves = sparse_lowrank.fig4_curves(res, d, m)
+    labels = {name: ui.method_label(name) for name in curves.measured}
+    fig = figs.fig4_figure(curves, labels, [ui.method_colour(i) for i in range(3)])
+    table = {"qk_bin_centre": curves.centres, "collision_rate": curves.collision}
+    table.update({f"mse_{name}": values for name, values in curves.measured.items()})
     ui.show_figure(fig, "fig4_mse_vs_qk", data=pd.DataFrame(table), key="fig4")
     st.caption(
         f"Points: mean over {draws} draws and the pairs in each q·k bin (256 pairs, d = {d}). Lines: Theorem 2 "

@@ -7,12 +7,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from core import limits, sweeps
+from core import limits, regime, sweeps
 from ui import compute
+from ui.figures import regime as figs
 
 ui.page("Regime map", icon=":material/grid_on:")
 s = ui.sidebar(sources=("clustered",), show_head=False, show_heads=False, defaults={"n": 256, "heads": 1})
@@ -67,6 +67,16 @@ with st.expander("Method knobs", expanded=False):
         with tab:
             params[method] = ui.method_controls(s, method, where=tab)
 
+seeds = ui.int_slider(
+    "Seeds averaged",
+    "seeds",
+    1,
+    regime.MAX_SEEDS,
+    3,
+    where=c[2],
+    help="Each cell's errors are averaged over this many seeds (input and methods redrawn); cells whose winner "
+    "leads by at most two standard errors are faded and crossed (×). Time grows with the count.",
+)
 betas = (
     np.geomspace(beta_range[0], beta_range[1], beta_count)
     if beta_range[1] > beta_range[0]
@@ -77,72 +87,39 @@ spreads = (
     if sigma_range[1] > sigma_range[0]
     else np.array([sigma_range[0]])
 )
-
-
-def regime(
-    n: int,
-    d: int,
-    clusters: int,
-    betas: tuple[float, ...],
-    spreads: tuple[float, ...],
-    roles: tuple[tuple[str, str], ...],
-    fraction: float,
-    seed: int,
-    params: tuple,
-    device_name: str,
-    _progress: Any = None,
-) -> dict[str, Any]:
-    result = sweeps.regime_map(
-        n=n,
-        d=d,
-        clusters=clusters,
-        betas=list(betas),
-        spreads=list(spreads),
-        methods=dict(roles),
-        fraction=fraction,
-        seed=seed,
-        method_params={m: compute._params_dict(p) for m, p in params},
-        device=compute.resolve(device_name),
-        progress=_progress,
-    )
-    return {
-        "errors": result.errors,
-        "entropy": result.entropy,
-        "winner": result.winner,
-        "gain": result.gain,
-        "roles": result.roles,
-    }
-
-
 if not ui.state.within_limits(
     lambda: limits.check(
         "n",
         s.n,
         limits.sizes_up_to(s.n),
-        lambda n: limits.sweep_estimate(params, n, s.d, 1, len(betas), rows=len(spreads)),
+        lambda n: limits.regime_estimate(params, n, s.d, len(betas), len(spreads), seeds),
     )
 ):
     ui.finish()
     st.stop()
-status = st.status(f"Computing {len(betas) * len(spreads)} cells…", expanded=False)
+status = st.status(f"Computing {len(betas) * len(spreads)} cells × {seeds} seed(s)…", expanded=False)
+key_params = tuple((m, ui.params_key(p)) for m, p in params.items())
+args = (s.n, s.d, s.spec.clusters, tuple(map(float, betas)), tuple(map(float, spreads)), tuple(roles.items()))
+args += (s.fraction, s.seed, key_params, s.device_name, seeds)
 try:
-    args = (
-        s.n,
-        s.d,
-        s.spec.clusters,
-        tuple(float(b) for b in betas),
-        tuple(float(x) for x in spreads),
-        tuple(roles.items()),
-        s.fraction,
-        s.seed,
-        tuple((m, ui.params_key(p)) for m, p in params.items()),
-        s.device_name,
-    )
-    work = len(betas) * len(spreads) * s.n**2 * (len(roles) + 1) * (20 if "rpca" in roles.values() else 1)
-    res = ui.run_heavy(
+    work = len(betas) * len(spreads) * seeds * s.n**2 * (len(roles) + 1) * (20 if "rpca" in roles.values() else 1)
+    res: regime.AveragedRegimeMap = ui.run_heavy(
         "regime_map",
         args,
-        lambda report: regime(*args, _progress=report),
+        lambda report: regime.averaged_regime_map(
+            n=s.n,
+            d=s.d,
+            clusters=s.spec.clusters,
+            betas=list(args[3]),
+            spreads=list(args[4]),
+            seeds=seeds,
+            methods=roles,
+            fraction=s.fraction,
+            seed=s.seed,
+            method_params=params,
+            device=compute.resolve(s.device_name),
+            progress=report,
+        ),
         ui.estimate_seconds(work),
         title="The regime map",
     )
@@ -151,131 +128,42 @@ except (ValueError, RuntimeError) as exc:
     st.error(f"The regime map could not run with these settings: {exc}")
     ui.finish()
     st.stop()
-status.update(label=f"Done: {len(betas)} × {len(spreads)} cells", state="complete")
+status.update(label=f"Done: {len(betas)} × {len(spreads)} cells, {seeds} seed(s) each", state="complete")
 
-ROLE_NAMES = {"sparse": "sparse", "low_rank": "low rank", "sparse_low_rank": "sparse + low rank"}
-ROLE_COLOURS = {"sparse": "#E69F00", "low_rank": "#56B4E9", "sparse_low_rank": "#009E73"}
-role_list = list(res["roles"])
-winner = res["winner"]
-errors = res["errors"]
-hover = np.empty(winner.shape, dtype=object)
-for i in range(winner.shape[0]):
-    for j in range(winner.shape[1]):
-        parts = [f"β = {betas[j]:.3g}, σ = {spreads[i]:.2f}", f"entropy {res['entropy'][i, j]:.2f} nats"]
-        parts += [f"{ROLE_NAMES[r]} ({roles[r]}): {errors[r][i, j]:.4f}" for r in role_list]
-        parts.append(f"gain of S+L: {100 * res['gain'][i, j]:.1f}%")
-        hover[i, j] = "<br>".join(parts)
-
+stats, role_list, winner = res.stats, res.roles, res.winner
+hover = figs.hover_text(
+    betas, spreads, res.entropy, res.errors, stats.stderr, roles, res.gain, stats.within_noise, seeds
+)
 ln_n, ln_d = math.log(s.n), math.log(max(s.d, 2))
-boundaries = [(ln_n / ln_d, "β ≈ ln n / ln d"), (ln_n, "β ≈ ln n")]
-
-
-# The beta axis is drawn in log10 units (evenly spaced cells), labelled with beta itself.
-log_betas = np.log10(betas)
-tick_text = [f"{b:.3g}" for b in betas]
-
-
-def annotate(fig: go.Figure) -> None:
-    for x, label in boundaries:
-        if betas.min() <= x <= betas.max():
-            fig.add_vline(
-                x=math.log10(x),
-                line={"dash": "dash", "color": "#333"},
-                annotation_text=label,
-                annotation_position="bottom right",
-            )
-    fig.update_xaxes(tickvals=log_betas, ticktext=tick_text, title="β = 1/τ (log scale)")
-    fig.add_scatter(
-        x=[math.log10(1 / s.tau)],
-        y=[s.spec.spread],
-        mode="markers",
-        name="sidebar (β, σ)",
-        marker={"symbol": "star", "size": 14, "color": "white", "line": {"color": "black", "width": 1}},
-        hovertemplate=f"sidebar: β {1 / s.tau:.3g}, σ {s.spec.spread:.2f}<extra></extra>",
-    )
-
-
-discrete = []
-for index, role in enumerate(role_list):
-    lo, hi = index / len(role_list), (index + 1) / len(role_list)
-    discrete += [[lo, ROLE_COLOURS[role]], [hi, ROLE_COLOURS[role]]]
-win_fig = go.Figure(
-    go.Heatmap(
-        z=winner,
-        x=log_betas,
-        y=spreads,
-        colorscale=discrete,
-        zmin=-0.5,
-        zmax=len(role_list) - 0.5,
-        text=hover,
-        hovertemplate="%{text}<extra></extra>",
-        colorbar={
-            "tickvals": list(range(len(role_list))),
-            "ticktext": [ROLE_NAMES[r] for r in role_list],
-            "title": "winner",
-        },
-    )
-)
-win_fig.update_layout(
-    title="Which method wins",
-    yaxis={"title": "cluster spread σ"},
-    height=430,
-    template="plotly_white",
-    margin={"l": 10, "r": 10, "t": 40, "b": 10},
-    showlegend=False,
-)
-annotate(win_fig)
-
-gain = np.clip(res["gain"], -1, 1)
-gain_fig = go.Figure(
-    go.Heatmap(
-        z=100 * gain,
-        x=log_betas,
-        y=spreads,
-        colorscale="RdBu",
-        zmid=0,
-        zmin=-100,
-        zmax=100,
-        text=hover,
-        hovertemplate="%{text}<extra></extra>",
-        colorbar={"title": "gain %"},
-    )
-)
-gain_fig.update_layout(
-    title="Error cut by sparse + low rank vs the better single method",
-    yaxis={"title": "cluster spread σ"},
-    height=430,
-    template="plotly_white",
-    margin={"l": 10, "r": 10, "t": 40, "b": 10},
-    showlegend=False,
-)
-annotate(gain_fig)
-
-rows = []
-for i, sigma in enumerate(spreads):
-    for j, beta in enumerate(betas):
-        row = {
-            "beta": beta,
-            "sigma": sigma,
-            "entropy": res["entropy"][i, j],
-            "winner": role_list[winner[i, j]],
-            "gain": res["gain"][i, j],
-        }
-        row.update({f"error_{r}": errors[r][i, j] for r in role_list})
-        rows.append(row)
-table = pd.DataFrame(rows)
-
+view = figs.MapView(betas, spreads, hover, [(ln_n / ln_d, "β ≈ ln n / ln d"), (ln_n, "β ≈ ln n")])
+view.star = (1 / s.tau, s.spec.spread)
+table = pd.DataFrame(res.rows())
 left, right = st.columns(2)
 with left:
-    ui.show_figure(win_fig, "regime_winner", data=table, key="winner")
+    ui.show_figure(
+        figs.winner_figure(view, role_list, winner, stats.within_noise, seeds),
+        "regime_winner",
+        data=table,
+        key="winner",
+    )
 with right:
-    ui.show_figure(gain_fig, "regime_gain", data=table, key="gain")
+    ui.show_figure(figs.gain_figure(view, res.gain), "regime_gain", data=table, key="gain")
 
-counts = {ROLE_NAMES[r]: int((winner == k).sum()) for k, r in enumerate(role_list)}
-m = st.columns(len(counts) + 1)
+counts = {figs.ROLE_NAMES[r]: int((winner == k).sum()) for k, r in enumerate(role_list)}
+m = st.columns(len(counts) + 2)
 for col, (name, count) in zip(m, counts.items(), strict=False):
     col.metric(f"cells won by {name}", count)
-m[-1].metric("best gain of S+L", f"{100 * float(np.max(res['gain'])):.0f}%")
+m[-2].metric("best gain of S+L", f"{100 * float(np.max(res.gain)):.0f}%")
+m[-1].metric(
+    "winner within noise",
+    f"{int(stats.within_noise.sum())} of {winner.size} cells",
+    help=f"Lead over the second-best method ≤ 2 standard errors across the {seeds} seed(s).",
+)
+st.caption(
+    f"**Averaged over {seeds} seed(s)** ({s.seed} … {s.seed + seeds - 1}: each redraws the input and the "
+    "methods' randomness). Faded cells with ×: the winner's mean lead over the second-best method is at most two "
+    "standard errors of that lead across seeds, so another draw could change the winner."
+)
 
 st.subheader("Theorem 1's three regimes")
 ui.explain(
@@ -288,7 +176,8 @@ ui.explain(
     r"\text{sparse + low rank}\qquad \beta = \Omega(\ln n):\ \text{sparse}",
 )
 st.caption(
-    f"n = {s.n}, d = {s.d}, {s.spec.clusters} clusters, seed {s.seed}, budget {ui.fmt_fraction(s.fraction)}; "
+    f"n = {s.n}, d = {s.d}, {s.spec.clusters} clusters, seeds {s.seed}–{s.seed + seeds - 1}, "
+    f"budget {ui.fmt_fraction(s.fraction)}; "
     f"ln n / ln d = {ln_n / ln_d:.2f}, ln n = {ln_n:.2f}. The star marks the sidebar's β = 1/τ and σ."
 )
 with st.expander("Numbers behind the maps"):

@@ -6,13 +6,13 @@ import json
 import math
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
 import ui
 from core import device as core_device
-from core import limits, profiling, registry
+from core import limits, profiling, registry, scaling_tables
+from ui.figures import scaling as scaling_figs
 
 RESULTS_DIR = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 SIZES = [2**p for p in range(6, 17)]  # 64 .. 65536
@@ -85,19 +85,11 @@ memory_limit = ui.log_slider(
     help="A method stops before a size whose analytic working set is above this.",
 )
 
-# Server limits: a size may run ~3 calls of up to point_s each after the total check, so the whole plan
-# (total_s + 3 point_s) must fit ATTN_EXPLORER_JOB_SECONDS, and the memory knob the server's limit.
-job_s, server_mib = limits.job_seconds(), limits.memory_limit_bytes() / 2**20
-if 4 * point_limit > job_s:
-    ui.notice(f"**Time per size**: {point_limit:g} s is over this server's job limit; using {job_s / 4:g} s.")
-    point_limit = job_s / 4
-if total_limit + 3 * point_limit > job_s:
-    fitted = job_s - 3 * point_limit
-    ui.notice(f"**Total time**: {total_limit:g} s is over this server's job limit; using {fitted:g} s.")
-    total_limit = fitted
-if memory_limit > server_mib:
-    ui.notice(f"**Memory**: {memory_limit:g} MiB is over this server's limit; using {server_mib:.0f} MiB.")
-    memory_limit = server_mib
+point_limit, total_limit, memory_limit, notices = scaling_tables.fit_server_limits(
+    point_limit, total_limit, memory_limit, limits.job_seconds(), limits.memory_limit_bytes() / 2**20
+)
+for text in notices:
+    ui.notice(text)
 sizes = [n for n in SIZES if n_low <= n <= n_high]
 run_methods = (["exact"] if with_exact else []) + list(methods)
 settings_key = json.dumps(
@@ -108,20 +100,6 @@ settings_key = json.dumps(
 @st.cache_data(show_spinner=False, max_entries=4)
 def gemm_gflops(device_type: str) -> float:
     return profiling.gemm_rate(device_type, size=1024, repeats=3) / 1e9
-
-
-def committed_results() -> dict[str, dict]:
-    """Benchmark result files committed under benchmarks/results, by a label naming their device."""
-    out = {}
-    for path in sorted(RESULTS_DIR.glob("scaling_*.json")):
-        try:
-            payload = json.loads(path.read_text())
-            machine = payload["machine"]
-            label = f"{machine['device']}: {machine.get('device_name', '?')} ({machine.get('threads', '?')} threads)"
-            out[label] = payload
-        except (OSError, ValueError, KeyError):
-            continue
-    return out
 
 
 top = st.columns([1, 3])
@@ -160,7 +138,7 @@ if clicked:
     )
 points = store.get(settings_key)
 
-committed = committed_results()
+committed = scaling_tables.load_committed(RESULTS_DIR)
 shown_files = ui.multiselect(
     "Committed benchmark results to show",
     "committed",
@@ -175,97 +153,19 @@ if points is None and not shown_files:
 
 frame = pd.DataFrame([vars(p) for p in points]) if points else pd.DataFrame()
 if points:
-    stops = [p for p in points if p.status != "ok" and "earlier size" not in p.status]
+    stops = scaling_tables.stops(points)
     for p in stops:
         st.warning(f"**{registry.get(p.method).label}** stopped at n = {p.n:,}: {p.status.removeprefix('stopped: ')}")
     if not stops:
         st.success("Every method ran at every size within the limits.")
 
 gemm = gemm_gflops(device.type) if points else math.nan
-time_fig = ui.line_figure("Wall time against n (log–log)", "n", "seconds", log_x=True, log_y=True, height=440)
-mem_fig = ui.line_figure("Peak memory against n (log–log)", "n", "MiB", log_x=True, log_y=True, height=440)
-slopes = []
-for i, method in enumerate(run_methods if points else []):
-    rows = frame[(frame.method == method) & (frame.status == "ok")]
-    colour = ui.method_colour(i)
-    label = registry.get(method).label
-    if rows.empty:
-        continue
-    ns, secs = rows.n.to_numpy(), rows.seconds.to_numpy()
-    slope = profiling.loglog_slope(ns, secs)
-    model_slope = profiling.loglog_slope(ns, rows.model_flops.to_numpy())
-    slopes.append(
-        {"method": label, "measured slope": slope, "model slope (FLOPs)": model_slope, "largest n": int(ns.max())}
-    )
-    time_fig.add_scatter(
-        x=ns,
-        y=secs,
-        mode="lines+markers",
-        name=f"{label} (slope {slope:.2f})",
-        line={"color": colour},
-        legendgroup=method,
-    )
-    time_fig.add_scatter(
-        x=ns,
-        y=rows.model_flops.to_numpy() / (gemm * 1e9),
-        mode="lines",
-        name=f"{label}: FLOPs at GEMM rate",
-        line={"color": colour, "dash": "dash"},
-        legendgroup=method,
-    )
-    mem = rows.peak_bytes.to_numpy() / 2**20
-    mem_fig.add_scatter(
-        x=ns,
-        y=np.where(mem > 0, mem, np.nan),
-        mode="lines+markers",
-        name=f"{label} measured",
-        line={"color": colour},
-        legendgroup=method,
-    )
-    mem_fig.add_scatter(
-        x=ns,
-        y=rows.model_bytes.to_numpy() / 2**20,
-        mode="lines",
-        name=f"{label} model",
-        line={"color": colour, "dash": "dash"},
-        legendgroup=method,
-    )
-    if len(ns) >= 2:
-        time_fig.add_annotation(
-            x=math.log10(ns[-1]),
-            y=math.log10(secs[-1]),
-            text=f"{slope:.2f}",
-            showarrow=False,
-            xshift=18,
-            font={"color": colour},
-        )
-
+series = scaling_tables.measured_series(points or [], run_methods, gemm * 1e9)
 for label in shown_files:
-    payload = committed[label]
-    rows = [r for r in payload["rows"] if r["status"] == "ok" and (r["entry"] in run_methods or r["entry"] == "sdpa")]
-    for entry in dict.fromkeys(r["entry"] for r in rows):
-        mine = sorted((r["n"], r["time_s"], r["peak_mib"]) for r in rows if r["entry"] == entry)
-        ns = [m[0] for m in mine]
-        name = f"{entry} [{payload['machine']['device']}: {payload['machine'].get('device_name', '')}]"
-        slope = profiling.loglog_slope(ns, [m[1] for m in mine])
-        time_fig.add_scatter(
-            x=ns,
-            y=[m[1] for m in mine],
-            mode="lines+markers",
-            name=f"{name} (slope {slope:.2f})",
-            line={"dash": "dot"},
-            marker={"symbol": "diamond"},
-            opacity=0.7,
-        )
-        mem_fig.add_scatter(
-            x=ns,
-            y=[m[2] for m in mine],
-            mode="lines+markers",
-            name=name,
-            line={"dash": "dot"},
-            marker={"symbol": "diamond"},
-            opacity=0.7,
-        )
+    series += scaling_tables.committed_series(committed[label], run_methods)
+colours = {m: ui.method_colour(i) for i, m in enumerate(run_methods)}
+time_fig, mem_fig = scaling_figs.time_figure(series, colours), scaling_figs.memory_figure(series, colours)
+slopes = scaling_tables.slopes_table(series)
 
 if points or shown_files:
     cols = st.columns(2)

@@ -356,7 +356,8 @@ def _method_parts(
     head = min(max(head, 0), q.shape[0] - 1)
     result = core.approximate(method, q[head], k[head], v[head], scale=beta, seed=seed, **_params_dict(params))
     factor = block_factor(spec.n) if reduce else 1
-    out: dict[str, np.ndarray] = {"factor": np.asarray(factor)}
+    # A plain int, not a 0-d array: the shared result cache's round trip turns 0-d arrays into shape (1,).
+    out: dict[str, Any] = {"factor": int(factor)}
     for name in names:
         value = result.attention() if name == "attention" else result.parts[name]
         if not isinstance(value, torch.Tensor):

@@ -1,0 +1,43 @@
+"""The Regime map page averages over seeds from the URL, says how many, and refuses costly seed counts up front."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(**params: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=240)
+    at.switch_page("pages/4_Regime_map.py")
+    for key, value in params.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+def test_the_seed_count_comes_from_the_url_and_is_shown() -> None:
+    at = run(n="64", nb="2", ns="2", seeds="2")
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.slider(key="seeds").value == 2
+    assert any("Averaged over 2 seed(s)" in c.value for c in at.caption)
+    metric = next(m for m in at.metric if m.label == "winner within noise")
+    assert metric.value.endswith("of 4 cells")
+
+
+def test_the_default_is_three_seeds() -> None:
+    at = run(n="64", nb="2", ns="2")
+    assert not at.exception
+    assert at.slider(key="seeds").value == 3
+    assert any("Averaged over 3 seed(s)" in c.value for c in at.caption)
+
+
+def test_a_seed_count_too_costly_for_this_size_is_refused_before_starting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATTN_EXPLORER_JOB_SECONDS", "20")
+    fits = run(n="256", nb="8", ns="5", seeds="1")  # about 5 s estimated
+    assert not any("Refused before starting" in e.value for e in fits.error)
+    refused = run(n="256", nb="8", ns="5", seeds="10")  # ten times that
+    said = "\n".join(e.value for e in refused.error)
+    assert "Refused before starting" in said, said

@@ -1,0 +1,195 @@
+"""Pure figure builders for the Regime map page: the winner map (cells within noise faded and crossed) and the gain map.
+
+The beta axis is drawn in log10 units (evenly spaced cells), with ticks at 1-2-5 steps (decades only over
+wider ranges), labelled with beta itself.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+
+ROLE_NAMES = {"sparse": "sparse", "low_rank": "low rank", "sparse_low_rank": "sparse + low rank"}
+ROLE_COLOURS = {"sparse": "#E69F00", "low_rank": "#56B4E9", "sparse_low_rank": "#009E73"}
+NOISE_COLOUR = "#404040"
+BOUNDARY_DASHES = ("dash", "dot")
+HEIGHT = 520
+
+
+@dataclass
+class MapView:
+    """What both maps share: the grid, hover text, the theory's boundaries and the sidebar's point."""
+
+    betas: np.ndarray  # (T,)
+    spreads: np.ndarray  # (S,)
+    hover: np.ndarray  # (S, T) of str
+    boundaries: Sequence[tuple[float, str]]  # (beta, label) dashed lines
+    star: tuple[float, float] | None = None  # the sidebar's (beta, sigma)
+
+
+def beta_ticks(betas: Sequence[float]) -> tuple[list[float], list[str]]:
+    """Tick positions (log10 beta) and labels: 1, 2, 5 per decade, or decades only over more than 2 decades."""
+    lo, hi = float(min(betas)), float(max(betas))
+    steps = (1, 2, 5) if math.log10(hi / lo) <= 2 else (1,)
+    values = [m * 10.0**e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1) for m in steps]
+    values = [v for v in values if lo * (1 - 1e-9) <= v <= hi * (1 + 1e-9)]
+    if len(values) < 2:  # a narrow range: label its ends
+        values = sorted({lo, hi})
+    return [math.log10(v) for v in values], [f"{v:g}" for v in values]
+
+
+def hover_text(
+    betas: Sequence[float],
+    spreads: Sequence[float],
+    entropy: np.ndarray,
+    errors: Mapping[str, np.ndarray],
+    stderr: Mapping[str, np.ndarray],
+    methods: Mapping[str, str],
+    gain: np.ndarray,
+    within_noise: np.ndarray,
+    seeds: int,
+) -> np.ndarray:
+    """(S, T) hover strings: the cell, its entropy, each role's mean error ± standard error, the gain."""
+    out = np.empty(gain.shape, dtype=object)
+    for i, sigma in enumerate(spreads):
+        for j, beta in enumerate(betas):
+            parts = [f"β = {beta:.3g}, σ = {sigma:.2f}", f"entropy {entropy[i, j]:.2f} nats"]
+            for role, method in methods.items():
+                se = stderr[role][i, j]
+                spread = f" ± {se:.4f}" if seeds > 1 and np.isfinite(se) else ""
+                parts.append(f"{ROLE_NAMES[role]} ({method}): {errors[role][i, j]:.4f}{spread}")
+            parts.append(f"gain of S+L: {100 * gain[i, j]:.1f}%")
+            if within_noise[i, j]:
+                parts.append(f"winner within noise over {seeds} seed(s)")
+            out[i, j] = "<br>".join(parts)
+    return out
+
+
+def _frame(fig: go.Figure, view: MapView, title: str) -> go.Figure:
+    x = np.log10(view.betas)
+    tickvals, ticktext = beta_ticks(view.betas)
+    # The theory's boundaries are dashed lines named in the legend (never text in the plot, which collides
+    # with the other line or the cells in a narrow column).
+    lo, hi = float(view.spreads.min()), float(view.spreads.max())
+    pad = _half_step(np.asarray(view.spreads, dtype=float))
+    for index, (beta, label) in enumerate(view.boundaries):
+        if view.betas.min() <= beta <= view.betas.max():
+            fig.add_scatter(
+                x=[math.log10(beta)] * 2,
+                y=[lo - pad, hi + pad],
+                mode="lines",
+                line={"dash": BOUNDARY_DASHES[index % len(BOUNDARY_DASHES)], "color": "#222", "width": 2},
+                name=f"{label} = {beta:.2f}",
+                hoverinfo="skip",
+            )
+    if view.star is not None:
+        beta, sigma = view.star
+        fig.add_scatter(
+            x=[math.log10(beta)],
+            y=[sigma],
+            mode="markers",
+            name="sidebar (β, σ)",
+            marker={"symbol": "star", "size": 14, "color": "white", "line": {"color": "black", "width": 1}},
+            hovertemplate=f"sidebar: β {beta:.3g}, σ {sigma:.2f}<extra></extra>",
+        )
+    fig.update_xaxes(
+        tickvals=tickvals,
+        ticktext=ticktext,
+        title="β = 1/τ (log scale)",
+        range=[x.min() - _half_step(x), x.max() + _half_step(x)],
+    )
+    spreads = np.asarray(view.spreads, dtype=float)
+    fig.update_yaxes(range=[spreads.min() - _half_step(spreads), spreads.max() + _half_step(spreads)])
+    fig.update_layout(
+        title={"text": title, "font": {"size": 14}},
+        yaxis={"title": "cluster spread σ"},
+        height=HEIGHT,
+        template="plotly_white",
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        showlegend=True,
+        legend={"orientation": "h", "yanchor": "top", "y": -0.16, "x": 0, "font": {"size": 11}},
+    )
+    return fig
+
+
+def _half_step(x: np.ndarray) -> float:
+    return float(np.min(np.diff(np.sort(x)))) / 2 if len(x) > 1 else 0.5
+
+
+def winner_figure(
+    view: MapView, roles: Sequence[str], winner: np.ndarray, within_noise: np.ndarray, seeds: int
+) -> go.Figure:
+    """Cells coloured by the winning role; cells whose winner leads by at most 2 standard errors faded and crossed."""
+    discrete: list[list[float | str]] = []
+    for index, role in enumerate(roles):
+        lo, hi = index / len(roles), (index + 1) / len(roles)
+        discrete += [[lo, ROLE_COLOURS[role]], [hi, ROLE_COLOURS[role]]]
+    x = np.log10(view.betas)
+    fig = go.Figure(
+        go.Heatmap(
+            z=winner,
+            x=x,
+            y=view.spreads,
+            colorscale=discrete,
+            zmin=-0.5,
+            zmax=len(roles) - 0.5,
+            text=view.hover,
+            hovertemplate="%{text}<extra></extra>",
+            showlegend=False,
+            colorbar={
+                "tickvals": list(range(len(roles))),
+                "ticktext": [ROLE_NAMES[r] for r in roles],
+                "title": "winner",
+            },
+        )
+    )
+    # Cells whose winner is within noise: faded (a white veil) and crossed, so the winner colour stays legible.
+    fig.add_heatmap(
+        z=np.where(within_noise, 1.0, np.nan),
+        x=x,
+        y=view.spreads,
+        colorscale=[[0, "white"], [1, "white"]],
+        opacity=0.5,
+        showscale=False,
+        hoverinfo="skip",
+        showlegend=False,
+        name="within noise",
+    )
+    rows, cols = np.nonzero(within_noise)
+    size = max(5.0, min(11.0, 100 / max(winner.shape)))  # crosses shrink with the cells so they stay apart
+    fig.add_scatter(
+        x=x[cols],
+        y=view.spreads[rows],
+        mode="markers",
+        marker={"symbol": "x-thin", "size": size, "line": {"width": 2, "color": NOISE_COLOUR}, "color": NOISE_COLOUR},
+        hoverinfo="skip",
+        name=f"winner within noise (lead ≤ 2 SE, {seeds} seeds)"
+        if seeds > 1
+        else "exact tie (1 seed: no noise estimate)",
+        showlegend=True,
+    )
+    return _frame(fig, view, "Which method wins")
+
+
+def gain_figure(view: MapView, gain: np.ndarray) -> go.Figure:
+    """Per cent of the better single method's error that sparse + low rank removes (clipped to ±100%)."""
+    fig = go.Figure(
+        go.Heatmap(
+            z=100 * np.clip(gain, -1, 1),
+            x=np.log10(view.betas),
+            y=view.spreads,
+            colorscale="RdBu",
+            zmid=0,
+            zmin=-100,
+            zmax=100,
+            text=view.hover,
+            hovertemplate="%{text}<extra></extra>",
+            colorbar={"title": "gain %"},
+            showlegend=False,
+        )
+    )
+    return _frame(fig, view, "Error cut by sparse + low rank vs the better single method")

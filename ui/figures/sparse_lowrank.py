@@ -1,0 +1,107 @@
+"""Pure figure builders for the Sparse + low rank page: hash buckets, the spectrum and the paper's Fig. 4."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from core.sparse_lowrank import Fig4Curves
+from ui.figures.axes import use_decades
+
+MAX_LABELLED_DECADES = 6  # a 340 px log axis has room for about this many labels
+
+
+def _figure(title: str, x_title: str, y_title: str, height: int) -> go.Figure:
+    fig = go.Figure()
+    fig.update_layout(
+        title={"text": title, "font": {"size": 14}},
+        height=height,
+        template="plotly_white",
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        xaxis={"title": x_title},
+        yaxis={"title": y_title},
+        legend={"orientation": "h", "yanchor": "top", "y": -0.18, "x": 0},
+    )
+    return fig
+
+
+def buckets_figure(buckets: np.ndarray, labels: np.ndarray | None, colour: str, title: str) -> go.Figure:
+    """Each query's bucket against its position; dots coloured by cluster when the input has clusters."""
+    fig = _figure(title, "position", "bucket", 320)
+    fig.add_scatter(
+        x=np.arange(len(buckets)),
+        y=buckets,
+        mode="markers",
+        name="queries",
+        marker={
+            "size": 4,
+            "color": labels if labels is not None else colour,
+            "colorscale": "Cividis" if labels is not None else None,
+        },
+        hovertemplate="position %{x}: bucket %{y}<extra>query</extra>",
+    )
+    return fig
+
+
+def spectrum_figure(
+    sv: np.ndarray, sv_low_rank: np.ndarray | None, budget_rank: int, colours: Sequence[str]
+) -> go.Figure:
+    """Singular values of the exact head (and of Scatterbrain's L), log y with decade ticks, the budget's rank."""
+    fig = _figure("Singular values (exact attention, shown head)", "index i", "σᵢ", 340)
+    shown = [np.maximum(sv, 1e-12)]
+    fig.add_scatter(x=np.arange(1, len(sv) + 1), y=shown[0], mode="lines", name="exact", line={"color": colours[0]})
+    if sv_low_rank is not None:
+        shown.append(np.maximum(sv_low_rank, 1e-12))
+        fig.add_scatter(
+            x=np.arange(1, len(sv_low_rank) + 1),
+            y=shown[1],
+            mode="lines",
+            name="Scatterbrain's low-rank part L",
+            line={"color": colours[1], "dash": "dot"},
+        )
+    values = np.concatenate(shown)
+    use_decades(fig, "y", values)
+    span = float(np.log10(values.max() / values.min()))
+    if span > MAX_LABELLED_DECADES:  # label every k-th decade so the labels never overlap
+        fig.update_yaxes(dtick=math.ceil(span / MAX_LABELLED_DECADES), minor={"ticks": ""})
+    fig.add_vline(
+        x=budget_rank,
+        line={"dash": "dash", "color": "#555"},
+        annotation_text=f"rank the budget buys: {budget_rank}",
+        annotation_position="top right",
+        annotation_bgcolor="rgba(255,255,255,0.75)",
+    )
+    return fig
+
+
+def fig4_figure(curves: Fig4Curves, labels: Mapping[str, str], colours: Sequence[str]) -> go.Figure:
+    """Measured per-bin MSE (markers), Theorem 2 (lines) and the paper's setting (dotted, hidden at first)."""
+    fig = _figure("Per-entry MSE of the estimate of exp(q·k)", "q·k", "mean squared error", 420)
+    for i, name in enumerate(("performer", "lsh", "scatterbrain")):
+        colour, label = colours[i], labels[name]
+        fig.add_scatter(
+            x=curves.centres,
+            y=curves.measured[name],
+            mode="markers",
+            name=f"{label}: measured",
+            marker={"color": colour, "size": 8},
+        )
+        fig.add_scatter(
+            x=curves.grid, y=curves.theory[name], mode="lines", name=f"{label}: theory", line={"color": colour}
+        )
+    for name, legend, colour in (
+        ("lsh", "LSH: paper's setting (L=4, K=23)", colours[1]),
+        ("scatterbrain", "Scatterbrain: paper's setting", colours[2]),
+    ):
+        fig.add_scatter(
+            x=curves.grid,
+            y=curves.paper[name],
+            mode="lines",
+            name=legend,
+            line={"color": colour, "dash": "dot"},
+            visible="legendonly",
+        )
+    return fig
