@@ -205,10 +205,21 @@ def fact_one_elements(d: int, n_points: int, samples: int = FACT1_SAMPLES) -> fl
 
 
 def fact_one_curve(
-    d: int, n_points: int, target: str, *, cs: Sequence[float] = FACT1_CS, samples: int = FACT1_SAMPLES
+    d: int,
+    n_points: int,
+    target: str,
+    *,
+    cs: Sequence[float] = FACT1_CS,
+    samples: int = FACT1_SAMPLES,
+    progress: ProgressFn | None = None,
 ) -> FactOneCurve:
-    """The construction at every c (same samples, checking the ambient cancel token between c values)."""
-    sweep = rh.construction_sweep(d, n_points, list(cs), samples=samples, target=target)  # type: ignore[arg-type]
+    """The construction at every c (same samples), then hardmax; checks the cancel token between c values."""
+    sweep = []
+    for index, c in enumerate(cs):
+        if progress is not None:
+            progress(index / (len(cs) + 1), f"c = {c:.3g}")
+        # construction_sweep's own loop, one c at a time so each step reports (the numbers are the same).
+        sweep += rh.construction_sweep(d, n_points, [c], samples=samples, target=target)  # type: ignore[arg-type]
     hard = rh.full_rank_construction(d, n_points, math.inf, samples=samples, target=target)  # type: ignore[arg-type]
     return FactOneCurve(
         c=np.asarray(cs, dtype=float),

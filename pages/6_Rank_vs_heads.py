@@ -204,7 +204,7 @@ with tab_c:
         cc = ui.run_heavy(
             "rank_heads_construction",
             (d, c_points, target),
-            lambda job: study.fact_one_curve(d, c_points, target),  # checks the job's token between c values
+            lambda job: study.fact_one_curve(d, c_points, target, progress=job),  # checks the token between c values
             ui.estimate_seconds(study.fact_one_elements(d, c_points)),
             title="Evaluating the construction",
         )

@@ -36,6 +36,14 @@ def test_fact1_hardmax_is_exact_and_softmax_error_falls_like_one_over_c() -> Non
     assert 0.1 < curve.error[-1] / curve.entropy[-1] < 0.4
 
 
+def test_fact1_curve_reports_progress_and_matches_the_engine_sweep() -> None:
+    seen: list[float] = []
+    curve = study.fact_one_curve(8, 4, "nearest", cs=[1.0, 30.0], samples=1000, progress=lambda f, _: seen.append(f))
+    sweep = rh.construction_sweep(8, 4, [1.0, 30.0], samples=1000)
+    assert list(curve.error) == [r.error for r in sweep] and list(curve.entropy) == [r.entropy for r in sweep]
+    assert seen == [0.0, 1 / 3]
+
+
 def test_fact1_farthest_target_is_exact_with_minus_c_identity() -> None:
     assert study.fact_one_curve(8, 4, "farthest", cs=[10.0], samples=2000).hardmax == 0.0
 
