@@ -33,6 +33,16 @@ def test_builders_do_not_import_streamlit() -> None:
         assert "streamlit" not in source
 
 
+def test_narrow_log_axes_get_a_few_round_labels_or_the_plotted_values() -> None:
+    fig = rfig.log_axis(rfig.base_figure("", "", ""), "y", [0.16, 0.5])
+    assert fig.layout.yaxis.type == "log" and list(fig.layout.yaxis.tickvals) == [0.2, 0.3, 0.5]
+    assert list(fig.layout.yaxis.ticktext) == ["0.2", "0.3", "0.5"]
+    heads = rfig.log_axis(rfig.base_figure("", "", ""), "x", [1, 4], ticks=[1, 4])
+    assert list(heads.layout.xaxis.tickvals) == [1, 4]
+    wide = rfig.log_axis(rfig.base_figure("", "", ""), "x", [1, 100], ticks=[1, 4, 100])
+    assert wide.layout.xaxis.tickvals is None and wide.layout.xaxis.dtick == 1  # decades when there are any
+
+
 def test_error_vs_heads_preview_shows_only_the_reference_levels() -> None:
     settings = study.TrainSettings("nearest", 16, 2, 10, 1, 0, "cpu")
     refs = study.reference_levels(settings)
@@ -40,7 +50,7 @@ def test_error_vs_heads_preview_shows_only_the_reference_levels() -> None:
     assert fig.layout.title.text.startswith("Before training")
     assert [t.name for t in fig.data] == [r.label for r in refs]
     assert is_decades(fig.layout.xaxis)
-    assert fig.layout.yaxis.type == "log" and fig.layout.yaxis.dtick is None  # 0.16 .. 0.5: under one decade
+    assert list(fig.layout.yaxis.ticktext) == ["0.2", "0.3", "0.5"]  # 0.16 .. 0.5: under one decade
     trained = rfig.error_vs_heads({(1, 1): 0.3, (1, 16): 0.2, (4, 1): 0.25}, refs, [1, 16])
     assert names(trained)[:2] == ["r = 1", "r = 4"] and list(trained.data[0].x) == [1, 16]
 
@@ -95,6 +105,7 @@ def test_attention_and_entry_figures() -> None:
     assert is_decades(entry.layout.yaxis)
     frac = kfig.trig_nonpositive(np.array([[0.5, 0.0]]), [16], (0.5, 5.0), 1.0)
     assert is_decades(frac.layout.xaxis) and names(frac) == ["m = 16"]
+    assert frac.layout.annotations[0].x == 0.0 and frac.layout.shapes[0].x0 == 1.0  # log10 coordinates for the label
 
 
 def test_trainable_kernel_and_paper_figures() -> None:

@@ -12,8 +12,7 @@ import plotly.graph_objects as go
 
 from core import kernels as K
 from core.kernel_study import AttentionStudy, RatioMap, TheoryCurve
-from ui.figures.axes import use_decades
-from ui.figures.rank_heads import base_figure, colour
+from ui.figures.rank_heads import base_figure, colour, finite_values, log_axis
 
 VARIANT_COLOURS = {
     "positive iid": "#1f77b4",
@@ -24,7 +23,7 @@ VARIANT_COLOURS = {
 
 
 def _positive(values: Any) -> list[float]:
-    return [float(v) for v in np.ravel(np.asarray(values, dtype=float)) if math.isfinite(float(v)) and v > 0]
+    return [v for v in finite_values(values) if v > 0]
 
 
 def kernel_mse(d: int, theory: Sequence[TheoryCurve], measured: Sequence[K.KernelMSECurve] | None = None) -> go.Figure:
@@ -71,8 +70,8 @@ def kernel_mse(d: int, theory: Sequence[TheoryCurve], measured: Sequence[K.Kerne
                 line={"color": VARIANT_COLOURS[curve.label], "dash": "dot"},
             )
             values += _positive([b for _, b in bounds])
-    use_decades(fig, "x", theory[0].features if theory else None)
-    use_decades(fig, "y", values)
+    log_axis(fig, "x", theory[0].features if theory else None)
+    log_axis(fig, "y", values)
     return fig
 
 
@@ -135,7 +134,7 @@ def entry_error(bins: K.EntryErrorBins, features: int, tau: float) -> go.Figure:
         fig.add_scatter(x=labels, y=medians, mode="lines+markers", name=label, line={"color": VARIANT_COLOURS[label]})
         values += _positive(medians)
     fig.update_xaxes(type="category")
-    use_decades(fig, "y", values)
+    log_axis(fig, "y", values)
     return fig
 
 
@@ -155,8 +154,12 @@ def trig_nonpositive(fraction: np.ndarray, features: Sequence[int], taus: Sequen
     fig = base_figure("Rows with a trig normaliser ≤ 0", "temperature τ", "fraction of rows", height=400)
     for i, m in enumerate(features):
         fig.add_scatter(x=list(taus), y=fraction[i], mode="lines+markers", name=f"m = {m}", line={"color": colour(i)})
-    fig.add_vline(x=tau, line={"dash": "dot", "color": "#999"}, annotation_text=f"sidebar τ = {tau:g}")
-    use_decades(fig, "x", taus)
+    fig.add_vline(x=tau, line={"dash": "dot", "color": "#999"})
+    # Annotations on a log axis take log10 coordinates (add_vline's own annotation lands at the wrong place).
+    fig.add_annotation(
+        x=math.log10(tau), y=1, yref="paper", text=f"sidebar τ = {tau:g}", showarrow=False, xanchor="left"
+    )
+    log_axis(fig, "x", taus)
     return fig
 
 
@@ -186,8 +189,8 @@ def attention_error(study: AttentionStudy, d: int, tau: float) -> go.Figure:
         name="ELU+1 linear (m = d)",
         marker={"symbol": "x", "size": 12, "color": "black"},
     )
-    use_decades(fig, "x", [*ms, d])
-    use_decades(fig, "y", values)
+    log_axis(fig, "x", [*ms, d])
+    log_axis(fig, "y", values)
     return fig
 
 
@@ -231,7 +234,7 @@ def fitting_curve(curves: Mapping[str, Sequence[float]], rows: Sequence[Mapping[
                 line={"dash": "dash", "color": line_colour},
             )
             values += _positive([ref[name]["kl"]])
-    use_decades(fig, "y", values)
+    log_axis(fig, "y", values)
     return fig
 
 
@@ -265,7 +268,7 @@ def penalty_spectrum(penalties: Sequence[float], singular_values: Sequence[Seque
     for i, (p, sv) in enumerate(zip(penalties, singular_values, strict=True)):
         fig.add_scatter(y=list(sv), mode="lines+markers", name=f"λ = {p}", line={"color": colour(i)})
         values += _positive(sv)
-    use_decades(fig, "y", values)
+    log_axis(fig, "y", values)
     return fig
 
 

@@ -17,6 +17,25 @@ from ui.figures.axes import use_decades
 REFERENCE_COLOURS = {"full_rank": "#111", "construction": "#777", "midpoint": "#c0392b", "degree1_floor": "#e67e22"}
 
 
+def log_axis(fig: go.Figure, axis: str, values: Any, ticks: Sequence[float] | None = None) -> go.Figure:
+    """A decade-labelled log axis. Under one decade (no decade label to show) the labels are ``ticks`` (e.g. the
+    head counts plotted) or round numbers 1, 2, 3, 5 × 10^k, never Plotly's crowded minor-digit labels."""
+    finite = [v for v in finite_values(values) if v > 0]
+    use_decades(fig, axis, finite)
+    if not finite or math.log10(max(finite)) - math.log10(min(finite)) >= 1:
+        return fig
+    low, high = min(finite) / 1.05, max(finite) * 1.05
+    chosen = sorted({float(t) for t in ticks}) if ticks else []
+    exponents = range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
+    for digits in ((1, 2, 3, 5), tuple(range(1, 10))):
+        if len(chosen) >= (1 if ticks else 3):
+            break
+        chosen = [round(m * 10.0**e, 12) for e in exponents for m in digits if low <= m * 10.0**e <= high]
+    labels = [f"{t:.3g}" for t in chosen]
+    (fig.update_xaxes if axis == "x" else fig.update_yaxes)(tickmode="array", tickvals=chosen, ticktext=labels)
+    return fig
+
+
 def colour(index: int) -> str:
     return PALETTE[index % len(PALETTE)]
 
@@ -36,8 +55,10 @@ def base_figure(title: str, x_title: str, y_title: str, *, height: int = 380, le
     return fig
 
 
-def _finite(values: Any) -> list[float]:
-    return [float(v) for v in np.ravel(np.asarray(values, dtype=float)) if math.isfinite(float(v))]
+def finite_values(values: Any) -> list[float]:
+    """The finite numbers in ``values`` (any iterable or array, None as nan), flattened."""
+    flat = np.ravel(np.asarray(list(values) if not isinstance(values, np.ndarray) else values, dtype=float))
+    return [float(v) for v in flat if math.isfinite(float(v))]
 
 
 def grid_heatmap(d: int, errors: Mapping[Cell, float]) -> go.Figure:
@@ -117,8 +138,8 @@ def error_vs_heads(
             name=ref.label,
             line={"color": REFERENCE_COLOURS.get(ref.kind, "#777"), "dash": "dash", "width": 1.5},
         )
-    use_decades(fig, "x", span)
-    use_decades(fig, "y", [*errors.values(), *(r.value for r in references)])
+    log_axis(fig, "x", span, ticks=heads)
+    log_axis(fig, "y", [*errors.values(), *(r.value for r in references)])
     return fig
 
 
@@ -128,8 +149,8 @@ def training_curves(curves: Mapping[Cell, tuple[Sequence[int], Sequence[float]]]
     values: list[float] = []
     for i, ((r, h), (steps, errors)) in enumerate(sorted(curves.items())):
         fig.add_scatter(x=list(steps), y=list(errors), mode="lines", name=f"r={r}, H={h}", line={"color": colour(i)})
-        values += _finite(errors)
-    use_decades(fig, "y", values)
+        values += finite_values(errors)
+    log_axis(fig, "y", values)
     return fig
 
 
@@ -145,8 +166,8 @@ def error_vs_n(d: int, errors: Mapping[tuple[int, int, int], float]) -> go.Figur
             name=f"r = {r}, H = {h}",
             line={"color": colour(i)},
         )
-    use_decades(fig, "x", [n for _, _, n in errors])
-    use_decades(fig, "y", errors.values())
+    log_axis(fig, "x", [n for _, _, n in errors], ticks=[n for _, _, n in errors])
+    log_axis(fig, "y", errors.values())
     return fig
 
 
@@ -163,8 +184,8 @@ def fact_one(curve: FactOneCurve, d: int, n_points: int) -> go.Figure:
         name="0.2 × attention entropy (nats)",
         line={"dash": "dash", "color": "#e67e22"},
     )
-    use_decades(fig, "x", curve.c)
-    use_decades(fig, "y", [*_finite(curve.error), *_finite(guide), *_finite(0.2 * curve.entropy)])
+    log_axis(fig, "x", curve.c)
+    log_axis(fig, "y", [*finite_values(curve.error), *finite_values(guide), *finite_values(0.2 * curve.entropy)])
     return fig
 
 
@@ -191,8 +212,8 @@ def theorem_shapes(d: int, shapes: TheoremShapes) -> go.Figure:
         name="H = d/r (what transformers use)",
         line={"dash": "dot", "color": "#999"},
     )
-    use_decades(fig, "x", shapes.ranks)
-    use_decades(fig, "y", [*shapes.high_accuracy, *shapes.high_dimension, *shapes.usual])
+    log_axis(fig, "x", shapes.ranks, ticks=shapes.ranks)
+    log_axis(fig, "y", [*shapes.high_accuracy, *shapes.high_dimension, *shapes.usual])
     return fig
 
 
@@ -209,6 +230,6 @@ def paper_fig1(values: Mapping[str, Mapping[int, float]] = rh.PAPER_FIG1_L1) -> 
             name=f"paper, r·d·H = {budget}",
             line={"color": colour(i)},
         )
-    use_decades(fig, "x", [r for v in values.values() for r in v])
-    use_decades(fig, "y", [e for v in values.values() for e in v.values()])
+    log_axis(fig, "x", [r for v in values.values() for r in v])
+    log_axis(fig, "y", [e for v in values.values() for e in v.values()])
     return fig
