@@ -41,6 +41,8 @@ def test_narrow_log_axes_get_a_few_round_labels_or_the_plotted_values() -> None:
     assert list(heads.layout.xaxis.tickvals) == [1, 4]
     wide = rfig.log_axis(rfig.base_figure("", "", ""), "x", [1, 100], ticks=[1, 4, 100])
     assert wide.layout.xaxis.tickvals is None and wide.layout.xaxis.dtick == 1  # decades when there are any
+    huge = rfig.log_axis(rfig.base_figure("", "", ""), "y", [0.1, 1e9])
+    assert huge.layout.yaxis.dtick == 2 and huge.layout.yaxis.minor.ticks == ""  # 10 decades: every other one
 
 
 def test_error_vs_heads_preview_shows_only_the_reference_levels() -> None:
@@ -69,7 +71,8 @@ def test_rank_line_figures_use_decade_log_axes() -> None:
     assert is_decades(fact.layout.xaxis) and is_decades(fact.layout.yaxis)
     assert len(fact.data) == 3
     theory = rfig.theorem_shapes(64, study.theorem_shapes(64, 0.1))
-    assert is_decades(theory.layout.xaxis) and is_decades(theory.layout.yaxis)
+    assert is_decades(theory.layout.xaxis)
+    assert theory.layout.yaxis.type == "log" and theory.layout.yaxis.dtick >= 2  # dozens of decades: every few
     paper = rfig.paper_fig1()
     assert len(paper.data) == len(rh.PAPER_FIG1_L1) and is_decades(paper.layout.xaxis)
     by_n = rfig.error_vs_n(8, {(8, 1, 2): 0.01, (1, 8, 2): 0.3, (8, 1, 64): 0.05, (1, 8, 64): 0.8})

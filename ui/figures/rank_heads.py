@@ -22,7 +22,11 @@ def log_axis(fig: go.Figure, axis: str, values: Any, ticks: Sequence[float] | No
     head counts plotted) or round numbers 1, 2, 3, 5 × 10^k, never Plotly's crowded minor-digit labels."""
     finite = [v for v in finite_values(values) if v > 0]
     use_decades(fig, axis, finite)
-    if not finite or math.log10(max(finite)) - math.log10(min(finite)) >= 1:
+    span = math.log10(max(finite)) - math.log10(min(finite)) if finite else 1.0
+    update = fig.update_xaxes if axis == "x" else fig.update_yaxes
+    if span > 6:  # many decades: a label every few, and no minor ticks (they would fill the axis)
+        update(dtick=math.ceil(span / 5), minor={"ticks": ""})
+    if span >= 1:
         return fig
     low, high = min(finite) / 1.05, max(finite) * 1.05
     chosen = sorted({float(t) for t in ticks}) if ticks else []
@@ -32,7 +36,7 @@ def log_axis(fig: go.Figure, axis: str, values: Any, ticks: Sequence[float] | No
             break
         chosen = [round(m * 10.0**e, 12) for e in exponents for m in digits if low <= m * 10.0**e <= high]
     labels = [f"{t:.3g}" for t in chosen]
-    (fig.update_xaxes if axis == "x" else fig.update_yaxes)(tickmode="array", tickvals=chosen, ticktext=labels)
+    update(tickmode="array", tickvals=chosen, ticktext=labels)
     return fig
 
 
