@@ -36,7 +36,7 @@ def log_axis(fig: go.Figure, axis: str, values: Any, ticks: Sequence[float] | No
             break
         chosen = [round(m * 10.0**e, 12) for e in exponents for m in digits if low <= m * 10.0**e <= high]
     labels = [f"{t:.3g}" for t in chosen]
-    update(tickmode="array", tickvals=chosen, ticktext=labels)
+    update(tickmode="array", tickvals=chosen, ticktext=labels, minor={"ticks": ""})  # minor ticks crowd a short axis
     return fig
 
 
