@@ -18,7 +18,7 @@ Kernel inputs: x = sqrt(beta) q, y = sqrt(beta) k, so exp(x.y) = exp(beta q.k).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -240,8 +240,12 @@ def kernel_mse_curves(
     draws: int = 2000,
     seed: int = 0,
     variants: Sequence[tuple[str, bool]] = KERNEL_VARIANTS,
+    progress: Callable[[float, str], None] | None = None,
 ) -> list[KernelMSECurve]:
-    """Kernel MSE vs M for each (kernel, orthogonal) variant, with Lemma 2 and the ORF bound."""
+    """Kernel MSE vs M for each (kernel, orthogonal) variant, with Lemma 2 and the ORF bound.
+
+    ``progress(fraction, label)`` before each (variant, M) point.
+    """
     x64, y64 = x.to(torch.float64), y.to(torch.float64)
     d = x64.shape[-1]
     curves = []
@@ -249,6 +253,8 @@ def kernel_mse_curves(
         measured, theory, bound = [], [], []
         true_value = math.exp(float((x64 * y64).sum()))
         for j, m in enumerate(features):
+            if progress is not None:
+                progress((index * len(features) + j) / (len(variants) * len(features)), f"{kernel}, m = {m}")
             mc = kernel_mse_monte_carlo(x64, y64, m, kernel, orthogonal, draws=draws, seed=seed + 1000 * index + j)
             measured.append(mc.mse)
             theory.append(float(lemma2_mse(x64, y64, m, kernel)))
@@ -396,16 +402,22 @@ def attention_error_vs_features(
     redraws: int = 5,
     seed: int = 0,
     variants: Sequence[tuple[str, bool]] = KERNEL_VARIANTS,
+    progress: Callable[[float, str], None] | None = None,
 ) -> list[AttentionErrorCurve]:
-    """Mean row TV and relative output error of the Performer vs M at one temperature, per variant."""
+    """Mean row TV and relative output error of the Performer vs M at one temperature, per variant.
+
+    ``progress(fraction, label)`` before each (variant, M) point.
+    """
     redraws = _check_count("redraws", redraws, MAX_REDRAWS)
     exact = approximate("exact", q, k, v, scale=scale)
     exact_attention, exact_output = exact.attention(), exact.output
     out_norm = float(exact_output.to(torch.float64).norm())
     curves = []
-    for kernel, orthogonal in variants:
+    for index, (kernel, orthogonal) in enumerate(variants):
         med, low, high, out_err = [], [], [], []
-        for m in features:
+        for j, m in enumerate(features):
+            if progress is not None:
+                progress((index * len(features) + j) / (len(variants) * len(features)), f"{kernel}, m = {m}")
             tvs, errs = [], []
             for r in range(redraws):
                 check()
