@@ -52,6 +52,11 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
+def max_heads(n: int) -> int:
+    """The most heads of n x n attention the dense views may hold (heads * n^2 <= MAX_DENSE_ELEMENTS)."""
+    return max(1, min(MAX_HEADS, MAX_DENSE_ELEMENTS // (n * n)))
+
+
 def fmt_fraction(x: float) -> str:
     return f"1/{round(1 / x)}" if x < 1 else "1"
 
@@ -338,26 +343,27 @@ def sidebar(
             "draw the full n × n matrix.",
         )
         d = state.int_slider("Head dimension d", "d", 2, 256, base["d"], where=bar)
+        # The memory cap is the slider's maximum, so a link asking for more is clamped like any other
+        # out-of-range value: with a notice, and the clamped value written back to the address bar.
+        heads_max = max_heads(n)
         heads = (
-            base["heads"]
+            min(base["heads"], heads_max)
             if not show_heads
             else state.int_slider(
                 "Heads",
                 "heads",
                 1,
-                MAX_HEADS,
+                heads_max,
                 base["heads"],
                 where=bar,
-                help="Independent draws of q, k, v (one per head).",
+                help="Independent draws of q, k, v (one per head)."
+                + (
+                    f" At most {heads_max} at n = {n}: {n} × {n} attention per head must fit this app's memory budget."
+                    if heads_max < MAX_HEADS
+                    else ""
+                ),
             )
         )
-        if heads * n * n > MAX_DENSE_ELEMENTS:
-            fitted = max(1, MAX_DENSE_ELEMENTS // (n * n))
-            state.notice(
-                f"**Heads**: {heads} heads of {n} × {n} attention would not fit in this app's memory budget; "
-                f"using {fitted}."
-            )
-            heads = fitted
         clusters, spread = base["clusters"], base["spread"]
         sort_clusters = False
         if source == "clustered":
