@@ -9,12 +9,12 @@ from plotly.subplots import make_subplots
 
 import ui
 from core import limits
+from ui.presets import COMPARE_METHODS
 from ui.scrubber import scrubber_section
 
 ui.page("Compare", icon=":material/compare:")
 s = ui.sidebar()
 
-DEFAULT_METHODS = ["performer", "lsh", "scatterbrain", "nystrom"]
 ui.explain(
     "Each efficient method replaces the n × n softmax matrix with something cheaper: a few random features "
     "(low rank), a few hashed blocks (sparse), or both. All of them get the same memory budget, so the error "
@@ -24,7 +24,7 @@ ui.explain(
 )
 
 top = st.columns([3, 1, 1, 1])
-methods = ui.method_picker("Methods", "methods", DEFAULT_METHODS, n=s.n, where=top[0])
+methods = ui.method_picker("Methods", "methods", COMPARE_METHODS, n=s.n, where=top[0])
 log_colour = ui.toggle(
     "Log colour scale",
     "logc",

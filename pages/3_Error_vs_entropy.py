@@ -12,12 +12,12 @@ import torch
 import ui
 from core import limits, sweeps
 from ui import compute
+from ui.presets import EVE_METHODS, EVE_POINTS, EVE_TAUS
 from ui.scrubber import scrubber_section
 
 ui.page("Error vs entropy", icon=":material/show_chart:")
 s = ui.sidebar()
 
-ESTIMATORS = ["lsh", "performer", "scatterbrain"]
 ORACLES = ["topk", "svd"]
 registered = ui.registered_methods()
 
@@ -31,7 +31,7 @@ ui.explain(
 
 c = st.columns([3, 1, 1])
 methods = ui.method_picker(
-    "Methods", "methods", ESTIMATORS, n=s.n, where=c[0], exclude=("exact", "topk", "svd", "rpca")
+    "Methods", "methods", EVE_METHODS, n=s.n, where=c[0], exclude=("exact", "topk", "svd", "rpca")
 )
 oracles = ui.toggle(
     "Oracles (top-k, SVD)",
@@ -71,8 +71,8 @@ def pick(family: str, names: list[str]) -> str | None:
 
 
 if s.spec.source != "real":
-    taus_range = ui.range_slider("Temperature range τ", "taus", ui.TAU_OPTIONS, (0.03, 3.0))
-    points = ui.int_slider("Temperatures in the sweep", "points", 4, 40, 12)
+    taus_range = ui.range_slider("Temperature range τ", "taus", ui.TAU_OPTIONS, EVE_TAUS)
+    points = ui.int_slider("Temperatures in the sweep", "points", 4, 40, EVE_POINTS)
     log_y = ui.toggle("Log error axis", "logy", False)
     taus = (
         np.geomspace(taus_range[0], taus_range[1], points)
