@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from core import device as core_device
@@ -143,3 +144,37 @@ def method_timing(
         runs=runs,
         budget_s=budget_s,
     )
+
+
+def first_crossing(x: Sequence[float], diff: Sequence[float]) -> float | None:
+    """Where ``diff`` (first error minus second, over ``x``) first changes sign, by linear interpolation along
+    increasing ``x``; None when it never does. A zero at a point is a crossing there."""
+    values = np.asarray(x, dtype=np.float64)
+    order = np.argsort(values)
+    xs, ys = values[order], np.asarray(diff, dtype=np.float64)[order]
+    for j in range(len(xs) - 1):
+        if ys[j] == 0:
+            return float(xs[j])
+        if ys[j] * ys[j + 1] < 0:
+            return float(xs[j] + (xs[j + 1] - xs[j]) * (-ys[j]) / (ys[j + 1] - ys[j]))
+    return None
+
+
+def first_of_family(methods: Sequence[str], family: str) -> str | None:
+    """The first of ``methods`` whose registry family is ``family``."""
+    for name in methods:
+        if registry.get(name).family == family:
+            return name
+    return None
+
+
+def full_export_check(method: str, n: int, d: int, params: Mapping[str, Any], *, with_exact: bool) -> None:
+    """Refuse (ParameterError naming n and the largest n that fits) a full-resolution n x n export of one head
+    that would exceed the server limits (core.limits): the method's dense view, plus exact for an error map."""
+    from core import limits
+
+    def estimate(size: int) -> limits.Estimate:
+        need = limits.method_estimate(method, size, d, 1, params, dense=True)
+        return need + limits.exact_estimate(size, d, 1) if with_exact else need
+
+    limits.check("n", n, limits.sizes_up_to(n), estimate)
