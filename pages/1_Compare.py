@@ -24,7 +24,7 @@ ui.explain(
     r"\mathrm{error} = \frac{\lVert \hat A - A\rVert_F}{\lVert A\rVert_F}",
 )
 
-top = st.columns([3, 1, 1, 1])
+top = st.columns([3.2, 1.6, 1, 1.1])
 methods = ui.method_picker("Methods", "methods", COMPARE_METHODS, n=s.n, where=top[0])
 log_colour = ui.toggle(
     "Log colour scale",
@@ -96,7 +96,13 @@ if rows:
         f"Exact attention stores n² = {s.n * s.n:,} numbers per head and took {exact_time} on {exact.device}. "
         "Times are the median of a few warm runs after one warm-up, ± half the interquartile range; settings "
         "too heavy to repeat show one cold measurement. "
-        f"Mean row entropy {float(exact.entropy.mean()):.2f} nats at τ = {s.tau:g} (β = {s.beta:.3g})."
+        + (
+            "At this small n the efficient methods' fixed costs (hashing, sorting, drawing features) outweigh "
+            "exact attention's n²; their advantage shows at large n (the Scaling page). "
+            if s.n < 1024
+            else ""
+        )
+        + f"Mean row entropy {float(exact.entropy.mean()):.2f} nats at τ = {s.tau:g} (β = {s.beta:.3g})."
     )
 
 # ------------------------------------------------------------------ temperature scrubber (client-side)

@@ -28,7 +28,7 @@ ui.explain(
     r"\mathrm{softmax}(QK^\top/\tau)",
 )
 
-c = st.columns([3, 1, 1])
+c = st.columns([2.5, 1.6, 1])
 methods = ui.method_picker(
     "Methods", "methods", EVE_METHODS, n=s.n, where=c[0], exclude=("exact", "topk", "svd", "rpca")
 )
