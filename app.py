@@ -11,6 +11,7 @@ import streamlit as st
 import ui
 from core import device as core_device
 from ui import lessons as ui_lessons
+from ui.presets import PRESETS
 
 ui.page("Attention Explorer", icon=":material/explore:", url_path="")
 s = ui.sidebar()
@@ -31,52 +32,6 @@ ui.explain(
     r"H = -\frac{1}{n}\sum_{i,j} A_{ij}\ln A_{ij}",
 )
 
-PRESETS = [
-    (
-        "Low temperature: sparse wins",
-        "Compare",
-        "tau=0.05&clusters=32&methods=performer&methods=lsh&methods=scatterbrain",
-        "Rows are peaked on the few keys of the same cluster. LSH finds them; random features smear them out.",
-    ),
-    (
-        "High temperature: low rank wins",
-        "Compare",
-        "tau=1&clusters=32&methods=performer&methods=lsh&methods=scatterbrain",
-        "Rows are nearly flat. A few random features describe them well; a sparse pattern misses most of the mass.",
-    ),
-    (
-        "The middle: sparse + low rank wins",
-        "Compare",
-        "tau=0.2&clusters=32&methods=performer&methods=lsh&methods=scatterbrain",
-        "Rows have a peak inside the cluster and a broad background. Scatterbrain keeps the peak exactly and "
-        "estimates the background, beating both parts alone.",
-    ),
-    (
-        "A real MiniLM head",
-        "Compare",
-        "input=real&layer=2&head=3&tau=1&methods=performer&methods=lsh&methods=scatterbrain&methods=nystrom",
-        "The pretrained all-MiniLM-L6-v2 model on a paragraph of text; τ = 1 is the model's own attention.",
-    ),
-    (
-        "Scatterbrain's split, step by step",
-        "Sparse_plus_low_rank",
-        "tau=0.2&clusters=32",
-        "The hash buckets, the sparse correction, the low-rank part, and why adding them naively double-counts.",
-    ),
-    (
-        "Error vs entropy sweep",
-        "Error_vs_entropy",
-        "clusters=32",
-        "Sweep the temperature and watch the sparse and low-rank curves cross (the paper's Fig. 1).",
-    ),
-    (
-        "Who wins where: the (β, σ) map",
-        "Regime_map",
-        "clusters=32",
-        "The winner over inverse temperature and cluster spread, with Theorem 1's regimes.",
-    ),
-]
-
 st.subheader("Start here: preset links")
 base = ""
 try:
@@ -84,11 +39,12 @@ try:
 except Exception:  # noqa: BLE001 - no browser context (tests)
     base = ""
 cols = st.columns(2)
-for index, (title, path, query, text) in enumerate(PRESETS):
-    url = f"{base}/{path}?{query}" if base else f"{path}?{query}"
+for index, preset in enumerate(PRESETS):
+    target = f"{preset.page}?{preset.query}" if preset.query else preset.page
+    url = f"{base}/{target}" if base else target
     with cols[index % 2].container(border=True):
-        st.markdown(f"**[{title}]({url})**  \n{text}")
-        st.caption(f"`{path}?{query}`")
+        st.markdown(f"**[{preset.title}]({url})**  \n{preset.text}")
+        st.caption(f"`{target}`")
 
 st.subheader("Guided lessons")
 st.caption("Each lesson walks a class through a few views with Next and Previous; the link keeps the step.")

@@ -5,16 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import streamlit as st
-from plotly.subplots import make_subplots
 
 import ui
 from core import limits
+from ui import downloads, timing
+from ui.figures import compare as figs
+from ui.presets import COMPARE_METHODS
 from ui.scrubber import scrubber_section
 
 ui.page("Compare", icon=":material/compare:")
 s = ui.sidebar()
 
-DEFAULT_METHODS = ["performer", "lsh", "scatterbrain", "nystrom"]
 ui.explain(
     "Each efficient method replaces the n × n softmax matrix with something cheaper: a few random features "
     "(low rank), a few hashed blocks (sparse), or both. All of them get the same memory budget, so the error "
@@ -23,8 +24,8 @@ ui.explain(
     r"\mathrm{error} = \frac{\lVert \hat A - A\rVert_F}{\lVert A\rVert_F}",
 )
 
-top = st.columns([3, 1, 1, 1])
-methods = ui.method_picker("Methods", "methods", DEFAULT_METHODS, n=s.n, where=top[0])
+top = st.columns([3.2, 1.6, 1, 1.1])
+methods = ui.method_picker("Methods", "methods", COMPARE_METHODS, n=s.n, where=top[0])
 log_colour = ui.toggle(
     "Log colour scale",
     "logc",
@@ -64,34 +65,21 @@ if not ui.state.within_limits(lambda: limits.check_compare(params, s.n, s.d, s.h
     ui.finish()
     st.stop()
 exact = s.exact()
-results = {}
 with st.spinner("Computing approximations…"):
-    for method in methods:
-        results[method] = s.run(method, params[method])
+    results = {method: s.run(method, params[method]) for method in methods}
+    keys = {m: ui.params_key(params[m]) for m in methods}
+    times = {m: timing.describe(timing.warm_timing(s.spec, s.beta, s.device_name, m, keys[m], s.seed), r.seconds)
+             for m, r in results.items() if not r.error_message}  # fmt: skip
+labels = {m: ui.method_label(m) for m in methods}
 
 # ------------------------------------------------------------------ metrics
 st.subheader("Metrics at equal budget")
-full_memory = s.heads * s.n * s.n
-rows = []
 for method, res in results.items():
     if res.error_message:
-        st.error(f"{ui.method_label(method)}: {res.error_message}")
-        continue
-    rows.append(
-        {
-            "method": ui.method_label(method),
-            "attention error": float(np.mean(res.metrics["attention_error"])),
-            "output error": float(np.mean(res.metrics["output_error"])),
-            "row KL (nats)": float(np.mean(res.metrics["row_kl"])),
-            "memory (% of full)": 100.0 * res.memory / full_memory,
-            "FLOPs (M)": res.flops / 1e6,
-            f"time on {res.device} (ms)": 1000 * res.seconds,
-            "parameters": ", ".join(f"{k}={v}" for k, v in res.params.items()),
-        }
-    )
-metric_cols = st.columns(max(1, len(rows)))
-best = min((r["attention error"] for r in rows), default=None)
-for col, row in zip(metric_cols, rows, strict=False):
+        st.error(f"{labels[method]}: {res.error_message}")
+rows = figs.metric_rows(results, labels, s.heads * s.n * s.n, times)
+best = figs.best_error(rows)
+for col, row in zip(st.columns(max(1, len(rows))), rows, strict=False):
     col.metric(
         row["method"],
         f"{row['attention error']:.3f}",
@@ -101,149 +89,71 @@ for col, row in zip(metric_cols, rows, strict=False):
     )
 table = pd.DataFrame(rows)
 if rows:
-    st.dataframe(
-        table,
-        hide_index=True,
-        width="stretch",
-        column_config={c: st.column_config.NumberColumn(format="%.4g") for c in table.columns[1:-1]},
-    )
+    number_format = {c: st.column_config.NumberColumn(format="%.4g") for c in figs.number_columns(table)}
+    st.dataframe(table, hide_index=True, width="stretch", column_config=number_format)
+    exact_time = timing.describe(timing.warm_timing(s.spec, s.beta, s.device_name, "exact", (), s.seed), exact.seconds)
     st.caption(
-        f"Exact attention stores n² = {s.n * s.n:,} numbers per head and took "
-        f"{1000 * exact.seconds:.1f} ms on {exact.device}. Times are measured once per setting (cached). "
-        f"Mean row entropy {float(exact.entropy.mean()):.2f} nats at τ = {s.tau:g} (β = {s.beta:.3g})."
+        f"Exact attention stores n² = {s.n * s.n:,} numbers per head and took {exact_time} on {exact.device}. "
+        "Times are the median of a few warm runs after one warm-up, ± half the interquartile range; settings "
+        "too heavy to repeat show one cold measurement. "
+        + (
+            "At this small n the efficient methods' fixed costs (hashing, sorting, drawing features) outweigh "
+            "exact attention's n²; their advantage shows at large n (the Scaling page). "
+            if s.n < 1024
+            else ""
+        )
+        + f"Mean row entropy {float(exact.entropy.mean()):.2f} nats at τ = {s.tau:g} (β = {s.beta:.3g})."
     )
 
 # ------------------------------------------------------------------ temperature scrubber (client-side)
 scrubber_section(s, methods, params)
 
 # ------------------------------------------------------------------ heatmaps
-head = s.head
-kind_args = {"log": log_colour}
+head, ok, log = s.head, [m for m in methods if not results[m].error_message], log_colour
 base_factor = 1 if not exact.reduced else ui.block_factor(s.n)
-
-
-def shrink(a: np.ndarray, base: int, mode: str) -> tuple[np.ndarray, int]:
-    """Block-reduce a (possibly already reduced) map to at most `resolution` per side; returns it and the block."""
-    a = s.sorted(a)  # display only: cluster order when the sidebar asks for it
-    extra = max(1, -(-a.shape[-1] // resolution))
-    return ui.block_reduce(a, extra, mode), base * extra
-
-
-exact_map, factor = shrink(exact.attention[head], base_factor, "max")
-
-
-def full_png(method: str, kind: str = "attention"):
-    """A full-resolution PNG, computed only when the download button is pressed."""
-
-    def make() -> bytes:
-        from ui import compute
-
-        matrix = compute.full_attention(
-            s.spec, s.beta, s.device_name, method, ui.params_key(params.get(method, {})), s.seed, head
-        )
-        if kind == "error":
-            matrix = matrix - compute.full_attention(s.spec, s.beta, s.device_name, "exact", (), s.seed, head)
-            return ui.png_bytes(matrix, "error")
-        return ui.png_bytes(matrix, "attention", log=log_colour)
-
-    return make
-
-
 if view == "one":
     st.subheader(f"Head {head}: attention (top) and error against exact (bottom)")
-    ok = [m for m in methods if not results[m].error_message]
     columns = ["exact", *ok]
     per_row = min(3, len(columns))
     for start in range(0, len(columns), per_row):
-        cols = st.columns(per_row)
-        for col, method in zip(cols, columns[start : start + per_row], strict=False):
+        for col, method in zip(st.columns(per_row), columns[start : start + per_row], strict=False):
             with col:
+                source = exact.attention[head] if method == "exact" else results[method].attention[head]
+                block = base_factor if method == "exact" else results[method].factor
+                shown, factor = figs.shrink(s.sorted(source), resolution, block, "max")
+                title = "Exact softmax" if method == "exact" else labels[method]
+                fig = ui.heatmap(shown, title, factor=factor, log=log_colour)
+                extra = downloads.heatmap_exports(s, method, params.get(method, {}), head, "attention", shown, log)
+                key = "exact" if method == "exact" else f"{method}_att"
+                ui.show_figure(fig, f"{method}_attention", key=key, **extra)
                 if method == "exact":
-                    fig = ui.heatmap(exact_map, "Exact softmax", factor=factor, **kind_args)
-                    ui.show_figure(
-                        fig,
-                        "exact_attention",
-                        data={"attention": exact_map},
-                        png=full_png("exact"),
-                        key="exact",
-                        png_label="PNG (full resolution)",
-                    )
-                    if s.spec.source == "real":
-                        model = s.inputs().model_attention
-                        if model is not None and s.tau == 1.0:
-                            gap = float(np.abs(model[head] - exact.attention[head]).max())
-                            st.caption(f"τ = 1 reproduces the model's own attention: max difference {gap:.1e}.")
+                    exact_factor = factor
+                    model = s.inputs().model_attention if s.spec.source == "real" else None
+                    if model is not None and s.tau == 1.0:
+                        gap = float(np.abs(model[head] - exact.attention[head]).max())
+                        st.caption(f"τ = 1 reproduces the model's own attention: max difference {gap:.1e}.")
                     continue
                 res = results[method]
-                label = ui.method_label(method)
-                attention, shown_factor = shrink(res.attention[head], res.factor, "max")
-                fig = ui.heatmap(attention, label, factor=shown_factor, **kind_args)
-                ui.show_figure(
-                    fig,
-                    f"{method}_attention",
-                    data={"attention": attention},
-                    png=full_png(method),
-                    key=f"{method}_att",
-                    png_label="PNG (full resolution)",
-                )
-                err, _ = shrink(res.error[head], res.factor, "absmax")
-                efig = ui.heatmap(err, f"{label} − exact", kind="error", factor=shown_factor, hover_label="error")
+                err, _ = figs.shrink(s.sorted(res.error[head]), resolution, res.factor, "absmax")
+                efig = ui.heatmap(err, f"{labels[method]} − exact", kind="error", factor=factor, hover_label="error")
                 ui.show_figure(
                     efig,
                     f"{method}_error",
-                    data={"error": err},
                     key=f"{method}_err",
-                    png=full_png(method, "error"),
-                    png_label="PNG (full resolution)",
+                    **downloads.heatmap_exports(s, method, params[method], head, "error", err, log),
                 )
                 st.caption(
                     f"head {head}: error {res.metrics['attention_error'][head]:.3f}, "
                     f"KL {res.metrics['row_kl'][head]:.3f}"
                 )
     st.caption(
-        ui.downsample_caption(s.n, factor) + " Error maps: red = too much weight, blue = too little; the "
+        ui.downsample_caption(s.n, exact_factor) + " Error maps: red = too much weight, blue = too little; the "
         "colour range is the 99th percentile of |error|, so the few largest errors saturate."
     )
 else:
     st.subheader("All heads: exact (first row) and each method")
-    ok = [m for m in methods if not results[m].error_message]
-    heads = s.heads
-    grid_side = 64 if heads > 6 else 96
-    grid_factor = max(1, -(-s.n // grid_side))
-    names = ["exact", *ok]
-    fig = make_subplots(
-        rows=len(names),
-        cols=heads,
-        horizontal_spacing=0.01,
-        vertical_spacing=0.03,
-        subplot_titles=[f"h{h}" if r == 0 else "" for r in range(len(names)) for h in range(heads)],
-    )
-    data = {}
-    for r, method in enumerate(names):
-        for h in range(heads):
-            if method == "exact":
-                matrix = exact.attention[h]
-            else:
-                matrix = results[method].attention[h]
-            small = ui.block_reduce(matrix, max(1, -(-matrix.shape[-1] // grid_side)), "max")
-            data[f"{method}_head{h}"] = small
-            z = np.log10(np.clip(small, 1e-6, None)) if log_colour else small
-            fig.add_heatmap(
-                z=z,
-                row=r + 1,
-                col=h + 1,
-                colorscale="Viridis",
-                showscale=False,
-                zmin=-6 if log_colour else 0,
-                hovertemplate=f"{method} head {h}<br>i %{{y}}, j %{{x}}<br>value %{{z:.3g}}<extra></extra>",
-            )
-        fig.update_yaxes(title_text=method, row=r + 1, col=1)
-    fig.update_yaxes(autorange="reversed", showticklabels=False)
-    fig.update_xaxes(showticklabels=False)
-    cell = max(50, min(150, 1000 // heads))  # square cells in a ~1000 px wide main area
-    fig.update_layout(
-        height=(cell + 12) * len(names) + 60, margin={"l": 10, "r": 10, "t": 30, "b": 10}, template="none"
-    )
+    maps = {"exact": exact.attention, **{m: results[m].attention for m in ok}}
+    fig, data, grid_side = figs.heads_grid(maps, s.heads, log_colour)
     ui.show_figure(fig, "all_heads_grid", data=data, key="grid")
     st.caption(
         f"Each cell is downsampled to at most {grid_side} × {grid_side} (block maximum). "

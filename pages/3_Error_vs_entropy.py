@@ -5,19 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 import torch
 
 import ui
-from core import limits, sweeps
-from ui import compute
+from ui import sweep_runs as runs
+from ui.figures import compare as figs
+from ui.presets import EVE_METHODS, EVE_POINTS, EVE_TAUS
 from ui.scrubber import scrubber_section
 
 ui.page("Error vs entropy", icon=":material/show_chart:")
 s = ui.sidebar()
 
-ESTIMATORS = ["lsh", "performer", "scatterbrain"]
 ORACLES = ["topk", "svd"]
 registered = ui.registered_methods()
 
@@ -29,9 +28,9 @@ ui.explain(
     r"\mathrm{softmax}(QK^\top/\tau)",
 )
 
-c = st.columns([3, 1, 1])
+c = st.columns([2.5, 1.6, 1])
 methods = ui.method_picker(
-    "Methods", "methods", ESTIMATORS, n=s.n, where=c[0], exclude=("exact", "topk", "svd", "rpca")
+    "Methods", "methods", EVE_METHODS, n=s.n, where=c[0], exclude=("exact", "topk", "svd", "rpca")
 )
 oracles = ui.toggle(
     "Oracles (top-k, SVD)",
@@ -60,174 +59,39 @@ if chosen:
             with tab:
                 params[method] = ui.method_controls(s, method, where=tab)
 
-FAMILY_SPARSE = {"sparse", "oracle"}
-
-
-def pick(family: str, names: list[str]) -> str | None:
-    for name in names:
-        if registered[name].family == family:
-            return name
-    return None
-
-
 if s.spec.source != "real":
-    taus_range = ui.range_slider("Temperature range τ", "taus", ui.TAU_OPTIONS, (0.03, 3.0))
-    points = ui.int_slider("Temperatures in the sweep", "points", 4, 40, 12)
+    taus_range = ui.range_slider("Temperature range τ", "taus", ui.TAU_OPTIONS, EVE_TAUS)
+    points = ui.int_slider("Temperatures in the sweep", "points", 4, 40, EVE_POINTS)
     log_y = ui.toggle("Log error axis", "logy", False)
-    taus = (
-        np.geomspace(taus_range[0], taus_range[1], points)
-        if taus_range[1] > taus_range[0]
-        else np.array([taus_range[0]])
-    )
-
-    def sweep(
-        spec: compute.InputSpec,
-        taus: tuple[float, ...],
-        methods: tuple[str, ...],
-        fraction: float,
-        seed: int,
-        params: tuple,
-        device_name: str,
-        _progress: Any = None,
-    ) -> dict[str, Any]:
-        dev = compute.resolve(device_name)
-        q, k, v = compute.tensors(spec, dev)
-        result = sweeps.error_vs_entropy(
-            q,
-            k,
-            v,
-            list(methods),
-            taus=list(taus),
-            fraction=fraction,
-            seed=seed,
-            method_params={m: dict(compute._params_dict(p)) for m, p in params},
-            progress=_progress,
-        )
-        return {
-            "entropy": result.entropy,
-            "betas": result.betas,
-            "attention": result.attention_error,
-            "output": result.output_error,
-            "params": result.params,
-        }
+    taus = runs.taus_between(taus_range[0], taus_range[1], points)
 
     if not chosen:
         st.info("Pick at least one method.")
-    elif not ui.state.within_limits(
-        lambda: limits.check(
-            "n",
-            s.n,
-            limits.sizes_up_to(s.n),
-            lambda n: limits.sweep_estimate({m: params[m] for m in chosen}, n, s.d, s.heads, len(taus)),
-        )
-    ):
+    elif not ui.state.within_limits(runs.sweep_check(s, chosen, params, len(taus))):
         pass
     else:
         status = st.status("Sweeping the temperature…", expanded=False)
-        key = tuple((m, ui.params_key(params[m])) for m in chosen)
         try:
-            args = (
-                s.spec,
-                tuple(float(t) for t in taus),
-                tuple(chosen),
-                s.fraction,
-                s.seed,
-                key,
-                s.device_name,
-            )
-            work = len(taus) * s.spec.heads * s.spec.n**2 * (len(chosen) + 1)
-            res = ui.run_heavy(
-                "error_vs_entropy",
-                args,
-                lambda report: sweep(*args, _progress=report),
-                ui.estimate_seconds(work),
-                title="The temperature sweep",
-            )
+            res = runs.temperature_sweep(s, taus, chosen, params)
         except (ValueError, RuntimeError, torch.cuda.OutOfMemoryError) as exc:
             status.update(label="The sweep failed", state="error")
             st.error(f"The sweep could not run with these settings: {exc}")
             st.stop()
         status.update(label=f"Sweep done: {len(taus)} temperatures × {len(chosen)} methods", state="complete")
-        entropy = res["entropy"]
-        errors = res[metric]
-        fig = ui.line_figure(
-            f"{metric.capitalize()} error against mean row entropy (equal budget {ui.fmt_fraction(s.fraction)})",
-            "mean row entropy H (nats)",
-            f"relative {metric} error",
+        labels = {m: ui.method_label(m) for m in chosen}
+        fig, table, crossover_text = figs.sweep_figure(
+            res,
+            chosen,
+            metric=metric,
+            labels=labels,
+            families={m: registered[m].family for m in chosen},
+            budget_label=ui.fmt_fraction(s.fraction),
             log_y=log_y,
-            height=460,
+            current_entropy=s.entropy(),
+            tau=s.tau,
+            n=s.n,
         )
-        rows = []
-        for i, method in enumerate(chosen):
-            y = errors[method]
-            dash = "dot" if registered[method].family == "oracle" else "solid"
-            fig.add_scatter(
-                x=entropy,
-                y=y,
-                mode="lines+markers",
-                name=ui.method_label(method),
-                line={"color": ui.method_colour(i), "dash": dash},
-                customdata=np.stack([1 / res["betas"], res["betas"]], axis=-1),
-                hovertemplate="H %{x:.2f} nats<br>τ %{customdata[0]:.3g}, β %{customdata[1]:.3g}"
-                "<br>error %{y:.4f}<extra>" + ui.method_label(method) + "</extra>",
-            )
-            for t, beta in enumerate(res["betas"]):
-                rows.append(
-                    {
-                        "method": method,
-                        "tau": 1 / beta,
-                        "beta": beta,
-                        "entropy": entropy[t],
-                        "attention_error": res["attention"][method][t],
-                        "output_error": res["output"][method][t],
-                    }
-                )
-        sparse, low_rank = pick("sparse", chosen), pick("low-rank", chosen)
-        crossover_text = "Pick a sparse and a low-rank method to see their crossover."
-        if sparse and low_rank:
-            diff = errors[sparse] - errors[low_rank]
-            order = np.argsort(entropy)
-            xs, ys = entropy[order], diff[order]
-            cross = None
-            for j in range(len(xs) - 1):
-                if ys[j] == 0 or ys[j] * ys[j + 1] < 0:
-                    cross = (
-                        float(xs[j] + (xs[j + 1] - xs[j]) * (-ys[j]) / (ys[j + 1] - ys[j]))
-                        if ys[j] != 0
-                        else float(xs[j])
-                    )
-                    break
-            if cross is not None:
-                fig.add_vline(
-                    x=cross,
-                    line={"dash": "dash", "color": "#444"},
-                    annotation_text=f"crossover H ≈ {cross:.2f}",
-                    annotation_position="top left",
-                )
-                crossover_text = (
-                    f"{ui.method_label(sparse)} and {ui.method_label(low_rank)} cross at H ≈ "
-                    f"{cross:.2f} nats: below it the sparse method wins, above it the low-rank one."
-                )
-            else:
-                winner = sparse if float(np.mean(diff)) < 0 else low_rank
-                crossover_text = (
-                    f"No crossover in this τ range: {ui.method_label(winner)} wins everywhere. "
-                    "Widen the temperature range."
-                )
-        current = s.entropy()
-        fig.add_vline(
-            x=current,
-            line={"dash": "dot", "color": "#999"},
-            annotation_text=f"sidebar τ = {s.tau:g}",
-            annotation_position="bottom right",
-        )
-        fig.add_vline(
-            x=float(np.log(s.n)),
-            line={"color": "#ccc"},
-            annotation_text="ln n (uniform rows)",
-            annotation_position="top right",
-        )
-        table = pd.DataFrame(rows)
+        errors = res[metric]
         ui.show_figure(fig, "error_vs_entropy", data=table, key="sweep")
         st.markdown(crossover_text)
         cols = st.columns(max(1, len(chosen)))
@@ -255,50 +119,14 @@ else:
     if not chosen:
         st.info("Pick at least one method.")
     else:
-        rows = []
         progress = st.progress(0.0, text="Running every layer…")
-        for layer in range(6):
-            spec = compute.InputSpec(**{**s.spec.__dict__, "layer": layer})
-            exact = compute.exact(spec, s.beta, s.device_name)
-            for method in chosen:
-                res = compute.run_method_scheduled(
-                    spec, s.beta, s.device_name, method, ui.params_key(params[method]), s.seed
-                )
-                if res.error_message:
-                    ui.notice(f"**{ui.method_label(method)}**: {res.error_message}")
-                    continue
-                for h in range(spec.heads):
-                    rows.append(
-                        {
-                            "method": method,
-                            "layer": layer,
-                            "head": h,
-                            "entropy": float(exact.entropy[h]),
-                            "attention_error": float(res.metrics["attention_error"][h]),
-                            "output_error": float(res.metrics["output_error"][h]),
-                        }
-                    )
-            progress.progress((layer + 1) / 6, text=f"layer {layer + 1} of 6 done")
-        progress.empty()
-        table = pd.DataFrame(rows)
-        fig = ui.line_figure(
-            f"{metric.capitalize()} error of each head against its entropy",
-            "mean row entropy H (nats)",
-            f"relative {metric} error",
-            height=460,
+        table, refused = runs.real_heads_table(
+            s, chosen, params, lambda layer: progress.progress((layer + 1) / 6, text=f"layer {layer + 1} of 6 done")
         )
-        for i, method in enumerate(chosen):
-            part = table[table["method"] == method]
-            fig.add_scatter(
-                x=part["entropy"],
-                y=part[f"{metric}_error"],
-                mode="markers",
-                name=ui.method_label(method),
-                marker={"color": ui.method_colour(i), "size": 7, "opacity": 0.8},
-                customdata=np.stack([part["layer"], part["head"]], axis=-1),
-                hovertemplate="layer %{customdata[0]}, head %{customdata[1]}<br>H %{x:.2f}<br>error "
-                "%{y:.4f}<extra>" + ui.method_label(method) + "</extra>",
-            )
+        for method, message in refused:
+            ui.notice(f"**{ui.method_label(method)}**: {message}")
+        progress.empty()
+        fig = figs.heads_scatter(table, chosen, {m: ui.method_label(m) for m in chosen}, metric)
         ui.show_figure(fig, "heads_error_vs_entropy", data=table, key="heads")
         cols = st.columns(max(1, len(chosen)))
         for col, method in zip(cols, chosen, strict=False):

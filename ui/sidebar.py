@@ -36,13 +36,17 @@ BUDGET_OPTIONS = (1 / 64, 1 / 32, 1 / 16, 1 / 8, 1 / 4, 1 / 2)
 DEVICES = ("auto", "cpu", "cuda")
 REAL_LAYERS, REAL_HEADS, REAL_D = 6, 12, 32
 
+# The one set of defaults every page starts from (a page may override some with ``sidebar(defaults=...)``).
+# Chosen so that the default views show what the pages say (tests/test_teaching_defaults.py pins them): with
+# 32 tight clusters (σ = 0.1, as in the Scatterbrain paper's Process 1 experiments) at n = 512 and a 1/8
+# budget, τ = 0.05 is won by sparse (LSH), τ = 0.2 by sparse + low rank (Scatterbrain), τ = 1 by low rank.
 DEFAULTS: dict[str, Any] = {
     "input": "clustered",
     "n": 512,
     "d": 64,
     "heads": 4,
     "tau": 0.2,
-    "spread": 0.3,
+    "spread": 0.1,
     "clusters": 32,
     "seed": 0,
     "device": "auto",
@@ -50,6 +54,21 @@ DEFAULTS: dict[str, Any] = {
     "layer": 0,
     "head": 0,
 }
+# The real model: τ = 1 is the model's own attention (q is pre-scaled), and its short texts (n = 51 tokens for
+# the default one) leave a 1/8 budget only about 3 random features per method; 1/2 is the largest budget.
+# Applied when the input is the real model, unless the page overrides the key or the link sets it.
+REAL_DEFAULTS: dict[str, Any] = {"tau": 1.0, "budget": 1 / 2}
+REAL_NOTE = (
+    "Real model: τ starts at 1, the model's own temperature (its queries are already scaled), and the budget "
+    "at 1/2, because a short text has few tokens and a smaller budget leaves each method only a few features. "
+    "Move either slider to change them."
+)
+_SOURCE_KEY = "_ui_previous_source"
+
+
+def max_heads(n: int) -> int:
+    """The most heads of n x n attention the dense views may hold (heads * n^2 <= MAX_DENSE_ELEMENTS)."""
+    return max(1, min(MAX_HEADS, MAX_DENSE_ELEMENTS // (n * n)))
 
 
 def fmt_fraction(x: float) -> str:
@@ -250,6 +269,22 @@ def navigation(where: Any) -> None:
     where.divider()
 
 
+def _follow_source_switch(page: state.PageState, source: str, base: dict[str, Any], show_budget: bool) -> None:
+    """When the user switches to or from the real model, put τ and the budget at the new input's defaults.
+
+    Runs before those controls exist in this run, so it may set their values. A link's own values win on its
+    first run (nothing switched yet); later switches are the user's, and they reset both to the defaults.
+    """
+    previous = st.session_state.get(_SOURCE_KEY, {}).get(page.page)
+    st.session_state.setdefault(_SOURCE_KEY, {})[page.page] = source
+    if previous is None or previous == source or "real" not in (previous, source):
+        return
+    hidden = state.hidden_keys()
+    for key in ("tau", "budget") if show_budget else ("tau",):
+        if key not in hidden:
+            st.session_state[key] = base[key]
+
+
 def device_control(where: Any, default: str = "auto") -> tuple[str, torch.device]:
     """The Device control bound to ``?device=``: (requested name, device actually used; CPU if absent)."""
     device = state.choice(
@@ -300,6 +335,9 @@ def sidebar(
         "sphere). gaussian: unstructured q and k. real: a pretrained MiniLM on your text.",
     )
     bar.caption(SOURCE_LABELS.get(source, source))
+    if source == "real":
+        base.update({k: v for k, v in REAL_DEFAULTS.items() if k not in (defaults or {})})
+    _follow_source_switch(page, source, base, show_budget)
     text = ""
     layer = 0
     if source == "real":
@@ -338,26 +376,27 @@ def sidebar(
             "draw the full n × n matrix.",
         )
         d = state.int_slider("Head dimension d", "d", 2, 256, base["d"], where=bar)
+        # The memory cap is the slider's maximum, so a link asking for more is clamped like any other
+        # out-of-range value: with a notice, and the clamped value written back to the address bar.
+        heads_max = max_heads(n)
         heads = (
-            base["heads"]
+            min(base["heads"], heads_max)
             if not show_heads
             else state.int_slider(
                 "Heads",
                 "heads",
                 1,
-                MAX_HEADS,
+                heads_max,
                 base["heads"],
                 where=bar,
-                help="Independent draws of q, k, v (one per head).",
+                help="Independent draws of q, k, v (one per head)."
+                + (
+                    f" At most {heads_max} at n = {n}: {n} × {n} attention per head must fit this app's memory budget."
+                    if heads_max < MAX_HEADS
+                    else ""
+                ),
             )
         )
-        if heads * n * n > MAX_DENSE_ELEMENTS:
-            fitted = max(1, MAX_DENSE_ELEMENTS // (n * n))
-            state.notice(
-                f"**Heads**: {heads} heads of {n} × {n} attention would not fit in this app's memory budget; "
-                f"using {fitted}."
-            )
-            heads = fitted
         clusters, spread = base["clusters"], base["spread"]
         sort_clusters = False
         if source == "clustered":
@@ -401,6 +440,8 @@ def sidebar(
         "(low-rank-friendly). For the real model τ = 1 is the model's own attention.",
     )
     temp_box = bar.container()
+    if source == "real" and "tau" not in (defaults or {}):
+        st.caption(REAL_NOTE)
     bar.header("Run")
     seed = state.int_input(
         "Seed",

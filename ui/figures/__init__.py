@@ -257,12 +257,15 @@ def show_figure(
     caption: str | None = None,
     where: Any = None,
     png_label: str = "PNG",
+    data_note: str | None = None,
 ) -> None:
     """Draw a Plotly figure with an Export menu: PNG, interactive HTML, the data (CSV/NPZ) and the settings.
 
     png: a callable making a PNG with Pillow (heatmaps: one pixel per entry, no axes), offered beside the PNG and
     SVG of the figure itself (drawn on the server by kaleido). png_label: e.g. "PNG (full resolution)".
-    data: a DataFrame (CSV), a dict of arrays (NPZ), or a callable returning such a dict.
+    data: a DataFrame (CSV), a dict of arrays (NPZ), or a callable returning such a dict (made only when the
+    button is pressed: use it for full-resolution numbers). data_note: a line under the data button saying what
+    it holds (or why it holds less, e.g. a refusal by the server limits).
     """
     where = where or st
     key = key or name
@@ -335,6 +338,8 @@ def show_figure(
                 on_click="ignore",
                 width="stretch",
             )
+        if data_note:
+            st.caption(data_note)
         try:
             payload = json.dumps(settings_payload(), indent=2)
         except RuntimeError:  # used outside a ui.page

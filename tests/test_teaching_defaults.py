@@ -1,0 +1,89 @@
+"""The default views teach what their pages say: the winner at every Home preset and at Compare's and Error vs
+entropy's defaults, computed with the engine on exactly the settings those links give (shared defaults + link).
+
+Story (Scatterbrain, Fig. 1 and Observation 2): low temperature -> sparse wins, high temperature -> low rank wins,
+the middle -> sparse + low rank wins. A change of defaults that breaks a story fails here, with the numbers.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import core  # noqa: E402
+from core import compare, registry, sweeps  # noqa: E402
+from ui.presets import COMPARE_METHODS, EVE_METHODS, EVE_POINTS, EVE_TAUS, PRESETS  # noqa: E402
+from ui.sidebar import DEFAULTS, REAL_DEFAULTS  # noqa: E402
+
+
+def settings(query: dict[str, list[str]]) -> dict[str, Any]:
+    """The shared defaults with a link's values on top (as the sidebar reads them)."""
+    out = dict(DEFAULTS)
+    for key in ("n", "d", "heads", "clusters", "seed"):
+        if key in query:
+            out[key] = int(query[key][-1])
+    for key in ("tau", "spread", "budget"):
+        if key in query:
+            out[key] = float(query[key][-1])
+    return out
+
+
+def errors_at(s: dict[str, Any], methods: list[str]) -> dict[str, float]:
+    x = core.data.clustered(s["n"], s["d"], s["clusters"], s["spread"], s["seed"], heads=s["heads"])
+    return compare.attention_errors(x.q, x.k, x.v, methods, scale=1.0 / s["tau"], fraction=s["budget"], seed=s["seed"])
+
+
+SYNTHETIC_PRESETS = [p for p in PRESETS if p.winner_family is not None]
+
+
+@pytest.mark.parametrize("preset", SYNTHETIC_PRESETS, ids=[p.title for p in SYNTHETIC_PRESETS])
+def test_each_home_preset_is_won_by_the_family_its_title_names(preset) -> None:  # type: ignore[no-untyped-def]
+    query = preset.params()
+    errors = errors_at(settings(query), query.get("methods", COMPARE_METHODS))
+    assert compare.winner_family(errors) == preset.winner_family, errors
+
+
+def test_compare_default_view_is_won_by_sparse_plus_low_rank_at_the_default_middle_temperature() -> None:
+    errors = errors_at(settings({}), COMPARE_METHODS)
+    assert compare.winner(errors) == "scatterbrain", errors
+    # ... clearly: at least 10% below the best single family.
+    others = min(e for m, e in errors.items() if m != "scatterbrain")
+    assert errors["scatterbrain"] < 0.9 * others, errors
+
+
+@pytest.mark.parametrize(
+    ("tau", "families"), [(0.05, ("sparse",)), (0.07, ("sparse", "sparse+low-rank")), (1.0, ("low-rank",))]
+)
+def test_compare_with_every_default_method_follows_the_temperature_story(tau: float, families: tuple[str, ...]) -> None:
+    errors = errors_at(settings({"tau": [str(tau)]}), COMPARE_METHODS)
+    assert compare.winner_family(errors) in families, errors
+
+
+def test_error_vs_entropy_default_sweep_shows_the_crossing_and_the_middle_gain() -> None:
+    s = settings({})
+    x = core.data.clustered(s["n"], s["d"], s["clusters"], s["spread"], s["seed"], heads=s["heads"])
+    taus = list(np.geomspace(EVE_TAUS[0], EVE_TAUS[1], EVE_POINTS))
+    result = sweeps.error_vs_entropy(x.q, x.k, x.v, EVE_METHODS, taus=taus, fraction=s["budget"], seed=s["seed"])
+    family = {m: registry.get(m).family for m in EVE_METHODS}
+    sparse = next(m for m in EVE_METHODS if family[m] == "sparse")
+    low_rank = next(m for m in EVE_METHODS if family[m] == "low-rank")
+    winners = [compare.winner({m: float(result.attention_error[m][t]) for m in EVE_METHODS}) for t in range(len(taus))]
+    assert family[winners[0]] in ("sparse", "sparse+low-rank"), winners  # lowest temperature
+    assert family[winners[-1]] == "low-rank", winners  # highest temperature
+    assert "scatterbrain" in winners, winners  # the middle
+    assert result.crossover(sparse, low_rank) is not None
+
+
+def test_real_model_defaults_are_its_own_temperature_and_a_budget_with_room() -> None:
+    assert REAL_DEFAULTS["tau"] == 1.0
+    n, d = 51, 32  # the default text
+    params = core.budget_params("performer", n, d, REAL_DEFAULTS["budget"])
+    assert params["features"] >= 10, params

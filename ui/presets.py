@@ -1,0 +1,81 @@
+"""The Home page's preset links, as data, with what each one teaches (tests/test_teaching_defaults.py pins it).
+
+Every preset starts from the shared sidebar defaults (ui.sidebar.DEFAULTS) and names only what it changes.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Preset:
+    title: str
+    page: str  # URL path of the page
+    query: str  # what the link sets on top of the shared defaults
+    text: str
+    # The registry family that must have the lowest error among the link's methods (None: nothing to pin).
+    winner_family: str | None = None
+
+    def params(self) -> dict[str, list[str]]:
+        return urllib.parse.parse_qs(self.query)
+
+
+METHODS = "methods=performer&methods=lsh&methods=scatterbrain"
+
+PRESETS = [
+    Preset(
+        "Low temperature: sparse wins",
+        "Compare",
+        f"tau=0.05&{METHODS}",
+        "Rows are peaked on the few keys of the same cluster. LSH finds them; random features smear them out.",
+        "sparse",
+    ),
+    Preset(
+        "High temperature: low rank wins",
+        "Compare",
+        f"tau=1&{METHODS}",
+        "Rows are nearly flat. A few random features describe them well; a sparse pattern misses most of the mass.",
+        "low-rank",
+    ),
+    Preset(
+        "The middle: sparse + low rank wins",
+        "Compare",
+        f"tau=0.2&{METHODS}",
+        "Rows have a peak inside the cluster and a broad background. Scatterbrain keeps the peak exactly and "
+        "estimates the background, beating both parts alone.",
+        "sparse+low-rank",
+    ),
+    Preset(
+        "A real MiniLM head",
+        "Compare",
+        f"input=real&layer=2&head=3&{METHODS}&methods=nystrom",
+        "The pretrained all-MiniLM-L6-v2 model on a paragraph of text, at the model's own temperature τ = 1 "
+        "and a 1/2 budget (the text is short, so smaller budgets leave each method only a few features).",
+    ),
+    Preset(
+        "Scatterbrain's split, step by step",
+        "Sparse_plus_low_rank",
+        "tau=0.2",
+        "The hash buckets, the sparse correction, the low-rank part, and why adding them naively double-counts.",
+    ),
+    Preset(
+        "Error vs entropy sweep",
+        "Error_vs_entropy",
+        "",
+        "Sweep the temperature and watch the sparse and low-rank curves cross (the paper's Fig. 1).",
+    ),
+    Preset(
+        "Who wins where: the (β, σ) map",
+        "Regime_map",
+        "",
+        "The winner over inverse temperature and cluster spread, with Theorem 1's regimes.",
+    ),
+]
+
+# Page defaults beside the shared sidebar defaults (the pages import them; the tests pin what they show).
+COMPARE_METHODS = ["performer", "lsh", "scatterbrain", "nystrom"]
+EVE_METHODS = ["lsh", "performer", "scatterbrain"]
+EVE_TAUS = (0.03, 3.0)
+EVE_POINTS = 12
