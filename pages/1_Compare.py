@@ -65,11 +65,16 @@ if not ui.state.within_limits(lambda: limits.check_compare(params, s.n, s.d, s.h
     ui.finish()
     st.stop()
 exact = s.exact()
+# Warm repeats cost up to a second per method, so they run on request; by default the column says "one cold run".
+warm = ui.toggle("Warm timings", "warm_times", False, help="Time each method again: median of up to 5 warm runs.")
 with st.spinner("Computing approximations…"):
     results = {method: s.run(method, params[method]) for method in methods}
     keys = {m: ui.params_key(params[m]) for m in methods}
-    times = {m: timing.describe(timing.warm_timing(s.spec, s.beta, s.device_name, m, keys[m], s.seed), r.seconds)
-             for m, r in results.items() if not r.error_message}  # fmt: skip
+    times = {
+        m: timing.describe(timing.warm_timing(s.spec, s.beta, s.device_name, m, keys[m], s.seed) if warm else None,
+                           r.seconds)
+        for m, r in results.items() if not r.error_message
+    }  # fmt: skip
 labels = {m: ui.method_label(m) for m in methods}
 
 # ------------------------------------------------------------------ metrics
@@ -91,11 +96,16 @@ table = pd.DataFrame(rows)
 if rows:
     number_format = {c: st.column_config.NumberColumn(format="%.4g") for c in figs.number_columns(table)}
     st.dataframe(table, hide_index=True, width="stretch", column_config=number_format)
-    exact_time = timing.describe(timing.warm_timing(s.spec, s.beta, s.device_name, "exact", (), s.seed), exact.seconds)
+    exact_warm = timing.warm_timing(s.spec, s.beta, s.device_name, "exact", (), s.seed) if warm else None
+    exact_time = timing.describe(exact_warm, exact.seconds)
     st.caption(
         f"Exact attention stores n² = {s.n * s.n:,} numbers per head and took {exact_time} on {exact.device}. "
-        "Times are the median of a few warm runs after one warm-up, ± half the interquartile range; settings "
-        "too heavy to repeat show one cold measurement. "
+        + (
+            "Times are the median of a few warm runs after one warm-up, ± half the interquartile range; settings "
+            "too heavy to repeat show one cold measurement. "
+            if warm
+            else "Times are one cold measurement each (turn on “Warm timings” for a median of warm runs). "
+        )
         + (
             "At this small n the efficient methods' fixed costs (hashing, sorting, drawing features) outweigh "
             "exact attention's n²; their advantage shows at large n (the Scaling page). "

@@ -10,6 +10,7 @@ import core
 import ui
 from core import limits, sparse_lowrank
 from ui.figures import sparse_lowrank as figs
+from ui.scrubber import split_scrubber_section
 
 ui.page("Sparse + low rank", icon=":material/join_inner:", url_path="Sparse_plus_low_rank")
 s = ui.sidebar(max_n=1024, defaults=sparse_lowrank.PAGE_DEFAULTS)
@@ -187,6 +188,7 @@ st.caption(
     ui.downsample_caption(s.n, shown(exact_map)[1]) + " S uses a red-blue scale because it can be negative (range: the "
     "99th percentile of its non-zero |entries|)."
 )
+split_scrubber_section(s, params)  # the same split at every temperature, animated in the browser
 
 # ------------------------------------------------------------------ 3. RPCA oracle
 st.header("3. The oracle: robust PCA's best split")

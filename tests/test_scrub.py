@@ -151,3 +151,17 @@ def test_split_scrubber_figure_moves_every_map_and_both_markers(head) -> None:  
     assert all(fig.data[i].mode == "lines" for i in range(len(fig.data)) if i not in moving)
     np.testing.assert_allclose(fig.frames[2].data[5].y, [views.error["attention"][2]])
     assert views.payload_bytes() < 200_000
+
+
+def test_sparse_plus_low_rank_page_draws_the_split_scrubber() -> None:
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=300)
+    at.switch_page("pages/2_Sparse_plus_low_rank.py")
+    for key, value in {"n": "128", "scrub": "true", "scrub_px": "32"}.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("13 temperatures from" in c.value and "maps 32 × 32" in c.value for c in at.caption)
