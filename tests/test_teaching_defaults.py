@@ -87,3 +87,42 @@ def test_real_model_defaults_are_its_own_temperature_and_a_budget_with_room() ->
     n, d = 51, 32  # the default text
     params = core.budget_params("performer", n, d, REAL_DEFAULTS["budget"])
     assert params["features"] >= 10, params
+
+
+# ------------------------------------------------------------------ the lessons' words hold on their own settings
+def lesson_step(lesson_id: str, index: int) -> tuple[str, dict[str, list[str]]]:
+    from ui import lessons
+
+    step = lessons.lessons()[lesson_id].steps[index]
+    query: dict[str, list[str]] = {}
+    for key, value in step.params:
+        query.setdefault(key, []).append(value)
+    return step.page, query
+
+
+@pytest.mark.parametrize(("index", "better", "worse"), [(1, "lsh", "performer"), (2, "performer", "lsh")])
+def test_temperature_lesson_low_tau_sparse_wins_high_tau_low_rank_wins(index: int, better: str, worse: str) -> None:
+    page, query = lesson_step("temperature", index)
+    assert page == "Compare"
+    errors = errors_at(settings(query), query["methods"])
+    assert errors[better] < errors[worse], errors
+
+
+def test_correction_lesson_side_by_side_step_is_won_by_scatterbrain() -> None:
+    page, query = lesson_step("correction", 3)
+    assert page == "Compare"
+    errors = errors_at(settings(query), query["methods"])
+    assert compare.winner(errors) == "scatterbrain", errors
+
+
+@pytest.mark.parametrize("index", [0, 1, 2])
+def test_correction_lesson_steps_on_sparse_plus_low_rank_are_where_the_correction_matters(index: int) -> None:
+    from core import budget_params, sparse_lowrank
+
+    page, query = lesson_step("correction", index)
+    assert page == "Sparse_plus_low_rank"
+    s = settings({**{k: [str(v)] for k, v in sparse_lowrank.PAGE_DEFAULTS.items()}, **query})
+    x = core.data.clustered(s["n"], s["d"], s["clusters"], s["spread"], s["seed"], heads=s["heads"])
+    params = budget_params("scatterbrain", s["n"], s["d"], s["budget"])
+    got = sparse_lowrank.measure_correction(x.q[0], x.k[0], x.v[0], 1 / s["tau"], s["seed"], params)
+    assert got.matters and got.naive_error >= 1.5 * got.sb_error, got
