@@ -72,6 +72,32 @@ def test_array_shapes_survive_the_round_trip(cache_dir: Path) -> None:
     assert int(back["factor"]) == 4
 
 
+def test_large_values_are_written_in_few_chunks_not_line_by_line(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # diskcache writes a bytes value line by line (one write per 0x0A byte); beside busy page threads each write
+    # that flushes waits for the GIL, and a 4 MB entry took seconds. Large values go in as a file in big chunks.
+    chunks: list[int] = []
+    original = diskcache.Disk._write
+
+    def counting_write(self, full_path, iterator, mode, encoding=None):  # type: ignore[no-untyped-def]
+        def counted():  # type: ignore[no-untyped-def]
+            for chunk in iterator:
+                chunks.append(len(chunk))
+                yield chunk
+
+        return original(self, full_path, counted(), mode, encoding)
+
+    monkeypatch.setattr(diskcache.Disk, "_write", counting_write)
+    value = np.random.default_rng(0).random((4, 256, 256)).astype(np.float32)  # 1 MiB, thousands of 0x0A bytes
+    assert result_cache.put("big", "k", value)
+    assert 1 <= len(chunks) <= 2 and sum(chunks) > value.nbytes, chunks[:5]
+    np.testing.assert_array_equal(result_cache.get("big", "k"), value)
+    chunks.clear()
+    assert result_cache.put("small", "k", np.arange(4.0))  # small values stay inline in SQLite: no file
+    assert chunks == [] and result_cache.get("small", "k").tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
 def test_stored_value_is_npz_bytes_never_a_pickle(cache_dir: Path) -> None:
     spec = small_spec()
     result_cache.put("exact", spec, compute._exact(spec, 1.0, "cpu"))
