@@ -1319,6 +1319,26 @@ def measure(claim: Claim, which: str, seed: int = 0, text: str | None = None) ->
         return claim.measure(x, seed)
 
 
+def measure_plain(claim_id: str, which: str, seed: int = 0, text: str | None = None) -> dict[str, Any]:
+    """``measure`` as plain values (value, verdict, detail) for caches and tables. A refused setting or a runtime
+    error becomes the verdict "error" with its message; a cancellation (``core.cancel.Cancelled``) propagates."""
+    try:
+        m = measure(get(claim_id), which, seed, text)
+    except (ParameterError, RuntimeError) as exc:
+        return {"value": None, "verdict": "error", "detail": str(exc)}
+    return {"value": m.value, "verdict": m.verdict, "detail": m.detail}
+
+
+# Rough seconds per claim and input on the reference 2-core CPU (benchmarks/results/claims.json: fast claims take
+# 0.02-2 s, slow ones 1-18 s); only used for the scheduler's light/heavy split and the queue's estimate.
+FAST_SECONDS = 0.5
+SLOW_SECONDS = 6.0
+
+
+def estimate_seconds(claim: Claim, inputs: Sequence[str] = INPUTS) -> float:
+    return (SLOW_SECONDS if claim.slow else FAST_SECONDS) * sum(1 for w in claim.inputs if w in inputs)
+
+
 def run_claim(claim: Claim, seed: int = 0, text: str | None = None, inputs: Sequence[str] = INPUTS) -> ClaimResult:
     start = time.perf_counter()
     measured: dict[str, Measurement] = {}

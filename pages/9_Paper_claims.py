@@ -9,6 +9,7 @@ import streamlit as st
 
 import ui
 from core import claims
+from ui import result_cache
 
 ui.page("Paper claims", icon=":material/fact_check:")
 s = ui.sidebar(show_head=False, show_heads=False, show_budget=False)
@@ -45,14 +46,30 @@ text = s.spec.text if s.spec.source == "real" else None
 selected = [c for c in claims.CLAIMS if any(c.paper == claims.PAPERS[p] for p in chosen)]
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
-def measured(claim_id: str, which: str, seed: int, text: str | None) -> dict[str, Any]:
-    """One claim on one input, as plain values (cached per claim, input, seed and text)."""
-    try:
-        m = claims.measure(claims.get(claim_id), which, seed, text)
-    except (claims.ParameterError, RuntimeError) as exc:
-        return {"value": None, "verdict": "error", "detail": str(exc)}
-    return {"value": m.value, "verdict": m.verdict, "detail": m.detail}
+def inputs_of(claim: claims.Claim) -> list[str]:
+    return [w for w in claim.inputs if w == "clustered" or with_real]
+
+
+def measure_paper(paper: str) -> dict[str, dict[str, Any]]:
+    """Every claim of one paper that is due, as one scheduled job (queued, cancellable, in the shared cache).
+
+    Each claim and input is also cached on its own, so another selection, or a run that was stopped, reuses it."""
+    due = [(c.id, w) for c in selected if c.paper == paper and (with_slow or not c.slow) for w in inputs_of(c)]
+    if not due:
+        return {}
+
+    def work(report: Any) -> dict[str, dict[str, Any]]:
+        out = {}
+        for i, (claim_id, which) in enumerate(due):
+            report(i / len(due), f"{claim_id} ({which})")
+            key = (claim_id, which, s.seed, text)
+            out[f"{claim_id}|{which}"] = result_cache.cached(
+                "paper_claim", key, lambda c=claim_id, w=which: claims.measure_plain(c, w, s.seed, text)
+            )
+        return out
+
+    estimate = sum(claims.estimate_seconds(claims.get(c), (w,)) for c, w in due)
+    return ui.run_heavy("paper_claims", (paper, tuple(due), s.seed, text), work, estimate, title=f"Measuring {paper}")
 
 
 COLOURS = {
@@ -66,14 +83,12 @@ if not selected:
 else:
     rows: list[dict[str, Any]] = []
     failing_real: list[str] = []
-    bar = st.progress(0.0, text="Measuring the claims…")
-    for i, claim in enumerate(selected):
-        bar.progress(i / len(selected), text=f"Measuring {claim.id}…")
-        inputs = [w for w in claim.inputs if w == "clustered" or with_real]
-        if claim.slow and not with_slow:
-            got = {w: {"value": None, "verdict": "not run", "detail": "slow: turn on the slow claims"} for w in inputs}
-        else:
-            got = {w: measured(claim.id, w, s.seed, text) for w in inputs}
+    found: dict[str, dict[str, Any]] = {}
+    for paper in dict.fromkeys(c.paper for c in selected):
+        found.update(measure_paper(paper))
+    not_run = {"value": None, "verdict": "not run", "detail": "slow: turn on the slow claims"}
+    for claim in selected:
+        got = {w: found.get(f"{claim.id}|{w}", not_run) for w in inputs_of(claim)}
         verdicts = [g["verdict"] for g in got.values() if g["verdict"] in claims.VERDICTS]
         verdict = claims.combine(verdicts) if verdicts else got["clustered"]["verdict"]
         real = got.get("real")
@@ -98,7 +113,6 @@ else:
                 "how it was measured": " | ".join(f"{w}: {g['detail']}" for w, g in got.items()),
             }
         )
-    bar.empty()
     skipped_slow = [c.id for c in selected if c.slow and not with_slow]
     if skipped_slow:
         st.info(f"Not run yet (slow, about a minute): {', '.join(skipped_slow)}. Turn on *Include the slow claims*.")

@@ -58,3 +58,33 @@ def test_slow_claims_wait_for_the_toggle_and_links_carry_the_seed() -> None:
         assert (verdict == "not run") == is_slow, claim_text
     assert any("slow" in i.value for i in at.info)
     assert all("seed=3" in view for view in table["view"])
+
+
+def test_claims_are_measured_once_then_served_from_the_shared_cache(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    original = claims.measure_plain
+    first = run_page(papers="rank-vs-heads", seed="5")
+    assert not first.exception, [e.value for e in first.exception]
+
+    def not_again(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("measured again instead of served from the shared cache")
+
+    monkeypatch.setattr(claims, "measure_plain", not_again)
+    second = run_page(papers="rank-vs-heads", seed="5")  # a new session: no memory cache of the first one's
+    assert not second.exception, [e.value for e in second.exception]
+    tables = [
+        next(df.value for df in at.dataframe if "verdict" in getattr(df.value, "columns", [])) for at in (first, second)
+    ]
+    assert tables[0].equals(tables[1])
+    # Per claim too: adding the slow claims measures only those; the fast ones come from the cache.
+    slow = {c.id for c in claims.CLAIMS if c.slow and c.paper == claims.PAPERS["rank-vs-heads"]}
+    measured: list[str] = []
+
+    def only_new(claim_id: str, which: str, seed: int = 0, text: str | None = None) -> dict:
+        assert claim_id in slow, f"{claim_id} measured again"
+        measured.append(claim_id)
+        return original(claim_id, which, seed, text)
+
+    monkeypatch.setattr(claims, "measure_plain", only_new)
+    third = run_page(papers="rank-vs-heads", seed="5", slow="true")
+    assert not third.exception, [e.value for e in third.exception]
+    assert sorted(measured) == sorted(slow)
