@@ -27,6 +27,12 @@ Shared settings (``ui.Settings`` from ``ui.sidebar()``)
     ``sources=("clustered", "gaussian")`` to refuse the real model, ``max_n=1024``, ``show_budget=False``,
     ``defaults={"n": 256}``.
 
+Fragments (a control reruns only the part of the page it affects)
+    Put the controls and the results they drive in one ``@st.fragment`` function and call
+    ``ui.finish_fragment()`` at its end: it redraws the sidebar's share link with the fragment's controls (and shows
+    notices raised during a fragment rerun). ``ui.finish()`` still ends the page. Controls outside the fragment
+    (the sidebar) rerun the whole page as before.
+
 Caching
     Put heavy work in ``@st.cache_data`` functions keyed on scalars (``s.spec``, ``s.beta``, params via
     ``ui.params_key(params)``), returning numpy arrays. ``ui.compute`` has the shared ones. A long computation
@@ -107,7 +113,9 @@ from ui.sidebar import (
 )
 from ui.state import (
     choice,
+    finish_fragment,
     float_slider,
+    fragment_rerun,
     hidden_keys,
     int_input,
     int_slider,
@@ -140,7 +148,9 @@ __all__ = [
     "estimate_seconds",
     "explain",
     "finish",
+    "finish_fragment",
     "float_slider",
+    "fragment_rerun",
     "fmt_fraction",
     "heatmap",
     "hidden_keys",

@@ -75,6 +75,8 @@ class PageState:
     controls: dict[str, Control] = field(default_factory=dict)
     notice_box: Any = None
     link_box: Any = None
+    finished: bool = False  # ui.finish ran: a later run on this state is a fragment rerun
+    share_drawn: bool = False  # a fragment drew the share link (it holds the fragment's controls)
 
 
 def _session() -> dict[str, Any]:
@@ -816,7 +818,28 @@ def finish_page() -> None:
             if names:
                 notice(f"Lesson mode: `{_cut(sorted(names))}` matched no control on this page.")
     _render_notices(state)
-    _render_link(state)
+    if not state.share_drawn:
+        draw_share_link(state)
+    _render_upload(state)
+    # A fragment rerun reuses this state: its URL values were applied in this run and must not be re-applied.
+    state.first_run = False
+    state.finished = True
+
+
+def fragment_rerun() -> bool:
+    """True inside an ``st.fragment`` rerun (the page's last full run has finished)."""
+    return current().finished
+
+
+def finish_fragment() -> None:
+    """End of a page's ``st.fragment`` section: redraw the share link with the fragment's controls, and on a
+    fragment rerun show new notices inside the fragment (the page's notice box is outside it)."""
+    state = current()
+    if state.finished:
+        notices = _session()["notices"].get(state.page, [])
+        if notices:
+            st.warning("  \n".join(["**Some settings were adjusted:**", *(f"- {m}" for m in notices)]), icon="⚠️")
+    draw_share_link(state)
 
 
 def _render_notices(state: PageState) -> None:
@@ -830,7 +853,11 @@ def _render_notices(state: PageState) -> None:
             st.rerun()
 
 
-def _render_link(state: PageState) -> None:
+def draw_share_link(state: PageState | None = None) -> None:
+    """The share box: the view's link and its settings file. A page with an ``st.fragment`` draws it from the
+    fragment (``finish_fragment``) so that a fragment rerun redraws it in place, in the sidebar."""
+    state = state or current()
+    state.share_drawn = True
     box = state.link_box if state.link_box is not None else st.sidebar
     url = page_url(state)
     payload = settings_payload(state)
@@ -846,6 +873,12 @@ def _render_link(state: PageState) -> None:
             key="_ui_settings_json",
             on_click="ignore",
         )
+
+
+def _render_upload(state: PageState) -> None:
+    """Drawn by the full run only: loading a file sets controls outside any fragment, so it must rerun the page."""
+    box = state.link_box if state.link_box is not None else st.sidebar
+    with box:
         upload_key = f"_ui_settings_upload_{state.url_path}"
         st.file_uploader(
             "Load settings (JSON)",

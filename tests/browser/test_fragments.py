@@ -1,0 +1,81 @@
+"""A method knob reruns only the part of Compare it affects (an ``st.fragment``), not the whole page.
+
+The test reads Streamlit's own websocket messages: every run ends with a ``script_finished`` message whose status
+says whether it was a full run or a fragment run. After a knob change there must be a fragment run and no full run,
+the knob's method must have new numbers, and the share link in the sidebar (drawn by the fragment) must carry the
+new knob value. A sidebar control must still rerun the whole page.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from playwright.sync_api import Page
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+from .helpers import wait_for_app
+
+
+def record_run_endings(page: Page) -> list[str]:
+    """Names of the ``script_finished`` statuses the page receives, in order (filled as messages arrive)."""
+    endings: list[str] = []
+
+    def on_frame(payload: Any) -> None:
+        if not isinstance(payload, bytes | bytearray):
+            return
+        message = ForwardMsg()
+        try:
+            message.ParseFromString(bytes(payload))
+        except Exception:  # noqa: BLE001 - not a ForwardMsg (e.g. a ping)
+            return
+        if message.WhichOneof("type") == "script_finished":
+            endings.append(ForwardMsg.ScriptFinishedStatus.Name(message.script_finished))
+
+    page.on("websocket", lambda ws: ws.on("framereceived", on_frame))
+    return endings
+
+
+def metric(page: Page, label: str) -> str:
+    tile = page.locator("[data-testid='stMetric']").filter(has_text=label).first
+    return tile.locator("[data-testid='stMetricValue']").inner_text()
+
+
+def share_link(page: Page) -> str:
+    return page.locator("[data-testid='stSidebar'] [data-testid='stCode']").first.inner_text()
+
+
+def test_method_knob_reruns_only_the_results_fragment(page: Page, app_server: str) -> None:
+    endings = record_run_endings(page)
+    page.goto(f"{app_server}/Compare?n=256&methods=performer&methods=lsh")
+    wait_for_app(page)
+    page.locator("[data-testid='stMetricValue']").first.wait_for(timeout=90_000)
+    assert "FINISHED_SUCCESSFULLY" in endings, endings
+    lsh_before, performer_before = metric(page, "LSH"), metric(page, "Performer")
+
+    page.get_by_text("Method knobs").first.click()
+    page.get_by_role("tab", name="Performer (FAVOR+)").click()
+    page.get_by_text("Linked to budget").first.click()
+    wait_for_app(page)
+    endings.clear()
+    box = page.get_by_label("features", exact=True).first
+    box.fill("8")
+    box.press("Enter")
+    wait_for_app(page)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll(\"[data-testid='stSidebar'] [data-testid='stCode']\")]"
+        ".some(e => e.innerText.includes('performer_features=8'))",
+        timeout=30_000,
+    )
+    assert endings and set(endings) == {"FINISHED_FRAGMENT_RUN_SUCCESSFULLY"}, endings
+    assert metric(page, "Performer") != performer_before, "the knob did not change Performer's error"
+    assert metric(page, "LSH") == lsh_before
+    assert "performer_features=8" in page.url
+
+    # A sidebar control is outside the fragment: the whole page runs again.
+    endings.clear()
+    page.get_by_role("slider", name="Temperature τ").focus()
+    page.keyboard.press("ArrowRight")
+    wait_for_app(page)
+    page.wait_for_timeout(500)
+    assert "FINISHED_SUCCESSFULLY" in endings, endings
+    assert "performer_features=8" in share_link(page), "a full run dropped the fragment's knob from the link"

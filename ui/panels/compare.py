@@ -1,0 +1,104 @@
+"""Compare page sections: the method knobs, the metrics at equal budget, and one heatmap cell per method."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import ui
+from ui import downloads, timing
+from ui.figures import compare as figs
+
+
+def method_knobs(s: ui.Settings, methods: list[str]) -> dict[str, dict[str, Any]]:
+    """Each method's knobs, one tab per method in a collapsed box; returns the validated parameters."""
+    params: dict[str, dict[str, Any]] = {}
+    if methods:
+        with st.expander("Method knobs (generated from each method's parameters)", expanded=False):
+            tabs = st.tabs([ui.method_label(m) for m in methods])
+            for tab, method in zip(tabs, methods, strict=True):
+                with tab:
+                    tab.caption(ui.registered_methods()[method].description)
+                    params[method] = ui.method_controls(s, method, where=tab)
+    return params
+
+
+def metrics_section(
+    s: ui.Settings, results: dict[str, Any], labels: dict[str, str], times: dict[str, str], exact: Any, warm: bool
+) -> pd.DataFrame:
+    """Errors as metric tiles (the best marked), the full table, and a caption on timing and entropy."""
+    st.subheader("Metrics at equal budget")
+    for method, res in results.items():
+        if res.error_message:
+            st.error(f"{labels[method]}: {res.error_message}")
+    rows = figs.metric_rows(results, labels, s.heads * s.n * s.n, times)
+    best = figs.best_error(rows)
+    for col, row in zip(st.columns(max(1, len(rows))), rows, strict=False):
+        col.metric(
+            row["method"],
+            f"{row['attention error']:.3f}",
+            delta="best" if best is not None and row["attention error"] == best else None,
+            delta_color="off",
+            help="Relative Frobenius error of the attention matrix, mean over heads.",
+        )
+    table = pd.DataFrame(rows)
+    if not rows:
+        return table
+    number_format = {c: st.column_config.NumberColumn(format="%.4g") for c in figs.number_columns(table)}
+    st.dataframe(table, hide_index=True, width="stretch", column_config=number_format)
+    exact_warm = timing.warm_timing(s.spec, s.beta, s.device_name, "exact", (), s.seed) if warm else None
+    exact_time = timing.describe(exact_warm, exact.seconds)
+    st.caption(
+        f"Exact attention stores n² = {s.n * s.n:,} numbers per head and took {exact_time} on {exact.device}. "
+        + (
+            "Times are the median of a few warm runs after one warm-up, ± half the interquartile range; settings "
+            "too heavy to repeat show one cold measurement. "
+            if warm
+            else "Times are one cold measurement each (turn on “Warm timings” for a median of warm runs). "
+        )
+        + (
+            "At this small n the efficient methods' fixed costs (hashing, sorting, drawing features) outweigh "
+            "exact attention's n²; their advantage shows at large n (the Scaling page). "
+            if s.n < 1024
+            else ""
+        )
+        + f"Mean row entropy {float(exact.entropy.mean()):.2f} nats at τ = {s.tau:g} (β = {s.beta:.3g})."
+    )
+    return table
+
+
+def exact_cell(s: ui.Settings, exact: Any, resolution: int, log_colour: bool) -> int:
+    """The exact attention heatmap of the shown head; returns its display block size."""
+    head = s.head
+    base_factor = 1 if not exact.reduced else ui.block_factor(s.n)
+    shown, factor = figs.shrink(s.sorted(exact.attention[head]), resolution, base_factor, "max")
+    fig = ui.heatmap(shown, "Exact softmax", factor=factor, log=log_colour)
+    extra = downloads.heatmap_exports(s, "exact", {}, head, "attention", shown, log_colour)
+    ui.show_figure(fig, "exact_attention", key="exact", **extra)
+    model = s.inputs().model_attention if s.spec.source == "real" else None
+    if model is not None and s.tau == 1.0:
+        gap = float(np.abs(model[head] - exact.attention[head]).max())
+        st.caption(f"τ = 1 reproduces the model's own attention: max difference {gap:.1e}.")
+    return factor
+
+
+def method_cell(
+    s: ui.Settings, method: str, label: str, res: Any, params: dict[str, Any], resolution: int, log_colour: bool
+) -> None:
+    """A method's attention heatmap of the shown head, its error against exact, and its head's numbers."""
+    head = s.head
+    if res.error_message:
+        st.caption(f"{label}: no map (its error is shown above).")
+        return
+    shown, factor = figs.shrink(s.sorted(res.attention[head]), resolution, res.factor, "max")
+    fig = ui.heatmap(shown, label, factor=factor, log=log_colour)
+    extra = downloads.heatmap_exports(s, method, params, head, "attention", shown, log_colour)
+    ui.show_figure(fig, f"{method}_attention", key=f"{method}_att", **extra)
+    err, _ = figs.shrink(s.sorted(res.error[head]), resolution, res.factor, "absmax")
+    efig = ui.heatmap(err, f"{label} − exact", kind="error", factor=factor, hover_label="error")
+    extra = downloads.heatmap_exports(s, method, params, head, "error", err, log_colour)
+    ui.show_figure(efig, f"{method}_error", key=f"{method}_err", **extra)
+    st.caption(f"head {head}: error {res.metrics['attention_error'][head]:.3f}, KL {res.metrics['row_kl'][head]:.3f}")
