@@ -104,6 +104,18 @@ class VccView:
     update_gap: float  # max |tree-materialised update − explicit decompression|
     positions_c: list[int]  # original positions of the compressed (non-VIP) tokens
 
+    def compressed_length(self, head: int) -> int:
+        """r of the shown head (one r for all heads when they share J)."""
+        return int(self.r[head]) if self.r.ndim else int(self.r)
+
+    def memory_percent(self, heads: int, n: int) -> float:
+        """VCC's memory against the n² scores per head of exact attention, in per cent."""
+        return 100 * self.memory / (heads * n * n)
+
+    def difference(self) -> np.ndarray:
+        """VCC − exact attention of the shown head."""
+        return self.attention - self.exact
+
 
 def storage_entries(update: dict[str, Any]) -> list[StorageEntry]:
     """T(C)'s non-empty entries before and after one layer update (``parts["layer_update"][head]``)."""

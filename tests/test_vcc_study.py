@@ -101,6 +101,15 @@ def test_view_at_full_budget_is_exact(qkv) -> None:
     np.testing.assert_allclose(view.attention, view.exact, atol=1e-10)
 
 
+def test_view_summary_numbers_per_head_and_shared(qkv) -> None:
+    view = vcc_study.vcc_view(*qkv, 1.0, two_level(2), seed=0, head=1)
+    assert view.compressed_length(1) == int(view.r[1]) == N_P + (N - N_P) // K + 2 * (K - 1)
+    assert view.memory_percent(2, N) == 100 * view.memory / (2 * N * N)
+    np.testing.assert_array_equal(view.difference(), view.attention - view.exact)
+    shared = vcc_study.vcc_view(*qkv, 1.0, two_level(2, share_heads=True), seed=0, head=1)
+    assert shared.compressed_length(1) == (int(shared.r) if shared.r.ndim == 0 else int(shared.r[1]))
+
+
 # ----------------------------------------------------------------------------- error vs budget
 
 
