@@ -36,7 +36,7 @@ class RankHeadsControls:
     auto: bool
 
     @property
-    def where(self) -> str:
+    def runs_on(self) -> str:
         """Where training runs, in words."""
         return "the CPU (one thread)" if self.device.type == "cpu" else core_device.describe(self.device)
 

@@ -156,8 +156,8 @@ def kernel_comparison(s: ui.Settings, fit: FitControls) -> K.KernelComparison | 
     def work(job: Any) -> K.KernelComparison:
         fresh = None if s.spec.source == "real" else tensors(s.spec, s.device_name, seed_offset=1)
         fit_on = tensors(s.spec, s.device_name)
-        f = fit
-        return study.compare_on_inputs(fit_on, fresh, s.beta, f.features, f.variants, f.steps, f.penalty, f.lr, s.seed)
+        args = (fit.features, fit.variants, fit.steps, fit.penalty, fit.lr)
+        return study.compare_on_inputs(fit_on, fresh, s.beta, *args, s.seed)
 
     if not fit.variants:
         st.info("Pick at least one variant.")
@@ -165,9 +165,8 @@ def kernel_comparison(s: ui.Settings, fit: FitControls) -> K.KernelComparison | 
     if not ui.state.within_limits(lambda: limits.check("Steps", fit.steps, LK_STEPS, fit_estimate)):
         return None
     key = (s.spec, s.beta, fit.features, tuple(fit.variants), fit.steps, fit.penalty, fit.lr, s.seed, s.device_name)
-    return on_demand(
-        "kernels_comparison", key, work, study.comparison_seconds(len(fit.variants), fit.steps), "Fit the kernels"
-    )
+    seconds = study.comparison_seconds(len(fit.variants), fit.steps)
+    return on_demand("kernels_comparison", key, work, seconds, "Fit the kernels")
 
 
 def penalty_section(s: ui.Settings, fit: FitControls) -> None:

@@ -74,9 +74,10 @@ def train_panel(
     todo = [item for item in items if result_cache.get(name, key(item)) is None]
     seconds = c.settings.seconds([item[:2] for item in todo])
     allowed = ok(todo)
+    gpu_note = " (a GPU runs these much faster)." if c.device.type == "cpu" else "."
     st.caption(
         f"{len(items)} settings ({len(items) - len(todo)} already trained). Estimated training time for the rest: "
-        f"about {seconds:.0f} s on {c.where}" + (" (a GPU runs these much faster)." if c.device.type == "cpu" else ".")
+        f"about {seconds:.0f} s on {c.runs_on}" + gpu_note
     )
     clicked = st.button(label, key=button, type="primary", disabled=not allowed or not todo)
     if allowed and todo and (clicked or (c.auto and seconds <= AUTO_SECONDS)):
