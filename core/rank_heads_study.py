@@ -252,3 +252,24 @@ def theorem_shapes(d: int, eps: float) -> TheoremShapes:
         usual=[d / r for r in ranks],
         eps=eps,
     )
+
+
+# ------------------------------------------------------------------------------------------------ tables
+
+
+def n_sweep_rows(found: Mapping[tuple[int, int, int], rh.TrainResult]) -> list[dict[str, Any]]:
+    """One row per trained N-sweep run (rank, heads, N), in the given order, labelled by its setting."""
+    return [
+        {"N": n, "rank": r, "heads": h, "error": res.error, "device": res.device, "setting": f"r = {r}, H = {h}"}
+        for (r, h, n), res in found.items()
+    ]
+
+
+def paper_fig1_rows(values: Mapping[str, Mapping[int, float]] = rh.PAPER_FIG1_L1) -> list[dict[str, Any]]:
+    """The paper's Fig. 1 errors (read from its images), one row per (parameter budget, rank)."""
+    return [{"budget": b, "rank": r, "error": e} for b, by_rank in values.items() for r, e in by_rank.items()]
+
+
+def paper_fig4_rows(values: Mapping[int, Mapping[int, float]] = rh.PAPER_FIG4) -> list[dict[str, Any]]:
+    """The paper's Fig. 4 errors (read from its images), one row per (rank, N)."""
+    return [{"rank": r, "N": n, "error (paper)": e} for r, by_n in values.items() for n, e in by_n.items()]

@@ -109,6 +109,9 @@ def test_attention_and_entry_figures() -> None:
     frac = kfig.trig_nonpositive(np.array([[0.5, 0.0]]), [16], (0.5, 5.0), 1.0)
     assert is_decades(frac.layout.xaxis) and names(frac) == ["m = 16"]
     assert frac.layout.annotations[0].x == 0.0 and frac.layout.shapes[0].x0 == 1.0  # log10 coordinates for the label
+    table = kfig.trig_nonpositive_table(np.array([[0.5, 0.0], [0.25, 0.0]]), [16, 64], (0.5, 5.0))
+    assert list(table["m"]) == [16, 16, 64, 64] and list(table["tau"]) == [0.5, 5.0, 0.5, 5.0]
+    assert list(table["fraction"]) == [0.5, 0.0, 0.25, 0.0]
 
 
 def test_trainable_kernel_and_paper_figures() -> None:
@@ -124,6 +127,12 @@ def test_trainable_kernel_and_paper_figures() -> None:
     spectrum = kfig.penalty_spectrum([0.0, 1.0], [[3.0, 0.1], [1.0, 1.0]])
     assert names(spectrum) == ["λ = 0.0", "λ = 1.0"] and is_decades(spectrum.layout.yaxis)
     assert kfig.penalty_quality([0.0, 0.1], [0.2, 0.3]).layout.xaxis.type == "category"
+    sweep = K.PenaltySweep([0.0, 1.0], [0.2, 0.3], [0.05, 0.07], [[3.0, 0.1], [1.0, 1.0]])
+    assert kfig.penalty_sweep_table(sweep).to_dict("list") == {
+        "lambda": [0.0, 1.0],
+        "tv": [0.2, 0.3],
+        "kl": [0.05, 0.07],
+    }
     paper = pd.DataFrame(K.PAPER_TABLE1, columns=list(K.PAPER_TABLE1_COLUMNS))
     assert len(kfig.paper_table1(paper).data) == 3
     ratio = kfig.ratio_map(ks.mse_ratio_map(10, 5), 2.5, 1.0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -105,3 +106,20 @@ def test_theorem_shapes_need_more_heads_at_lower_rank() -> None:
     assert all(a > b for a, b in zip(shapes.high_dimension, shapes.high_dimension[1:], strict=False))
     assert shapes.usual == [16.0, 8.0, 4.0, 2.0]
     assert study.theorem_shapes(1, 0.1).ranks == [1]
+
+
+def test_n_sweep_rows_keep_the_runs_order_and_label_each_setting() -> None:
+    found = {(8, 1, 4): SimpleNamespace(error=0.1, device="cpu"), (1, 8, 4): SimpleNamespace(error=0.5, device="cpu")}
+    rows = study.n_sweep_rows(found)  # type: ignore[arg-type]
+    assert [(r["rank"], r["heads"], r["N"]) for r in rows] == [(8, 1, 4), (1, 8, 4)]
+    assert [r["setting"] for r in rows] == ["r = 8, H = 1", "r = 1, H = 8"]
+    assert rows[1]["error"] == 0.5 and rows[0]["device"] == "cpu"
+
+
+def test_paper_rows_cover_every_value_read_from_the_figures() -> None:
+    fig1 = study.paper_fig1_rows()
+    assert len(fig1) == sum(len(v) for v in rh.PAPER_FIG1_L1.values())
+    assert all(rh.PAPER_FIG1_L1[r["budget"]][r["rank"]] == r["error"] for r in fig1)
+    fig4 = study.paper_fig4_rows()
+    assert len(fig4) == sum(len(v) for v in rh.PAPER_FIG4.values())
+    assert all(rh.PAPER_FIG4[r["rank"]][r["N"]] == r["error (paper)"] for r in fig4)

@@ -163,6 +163,16 @@ def trig_nonpositive(fraction: np.ndarray, features: Sequence[int], taus: Sequen
     return fig
 
 
+def trig_nonpositive_table(fraction: np.ndarray, features: Sequence[int], taus: Sequence[float]) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {"m": m, "tau": t, "fraction": float(fraction[i, j])}
+            for i, m in enumerate(features)
+            for j, t in enumerate(taus)
+        ]
+    )
+
+
 def attention_error(study: AttentionStudy, d: int, tau: float) -> go.Figure:
     """Mean row TV against m per variant (median line, 10–90% band) and ELU+1 at m = d."""
     fig = base_figure(f"Attention error against m (τ = {tau:g})", "features m", "mean row TV", height=440)
@@ -260,6 +270,10 @@ def penalty_quality(penalties: Sequence[float], tv: Sequence[float]) -> go.Figur
     fig.add_scatter(x=[str(p) for p in penalties], y=list(tv), mode="lines+markers", name="TV")
     fig.update_xaxes(type="category")
     return fig
+
+
+def penalty_sweep_table(sweep: K.PenaltySweep) -> pd.DataFrame:
+    return pd.DataFrame({"lambda": sweep.penalties, "tv": sweep.tv, "kl": sweep.kl})
 
 
 def penalty_spectrum(penalties: Sequence[float], singular_values: Sequence[Sequence[float]]) -> go.Figure:
