@@ -1406,6 +1406,74 @@ def markdown(results: Sequence[ClaimResult]) -> str:
     return "\n".join(lines)
 
 
+# ------------------------------------------------------------------------------------------------ the page's table
+# The Paper claims page measures claims as plain dicts (``measure_plain``), keyed by ``result_key``.
+
+NOT_RUN = {"value": None, "verdict": "not run", "detail": "slow: turn on the slow claims"}
+
+
+def of_papers(paper_keys: Sequence[str]) -> list[Claim]:
+    """The claims of the chosen papers (keys of ``PAPERS``), in registry order."""
+    return [c for c in CLAIMS if any(c.paper == PAPERS[p] for p in paper_keys)]
+
+
+def inputs_for(claim: Claim, with_real: bool) -> list[str]:
+    return [w for w in claim.inputs if w == "clustered" or with_real]
+
+
+def due(selected: Sequence[Claim], paper: str, with_slow: bool, with_real: bool) -> list[tuple[str, str]]:
+    """(claim id, input) pairs of one paper to measure now: slow claims only when asked for."""
+    return [
+        (c.id, w) for c in selected if c.paper == paper and (with_slow or not c.slow) for w in inputs_for(c, with_real)
+    ]
+
+
+def result_key(claim_id: str, which: str) -> str:
+    return f"{claim_id}|{which}"
+
+
+def fmt_cell(got: dict[str, Any] | None) -> str:
+    """A measured value with its verdict, e.g. "0.012 (holds)"; "–" where the input does not apply."""
+    if got is None:
+        return "–"
+    value = "–" if got["value"] is None else fmt_value(Measurement(got["value"], "", ""))
+    return f"{value} ({got['verdict']})"
+
+
+def link_with_seed(link: str, seed: int) -> str:
+    """A claim's view link, carrying the seed when it is not the default 0."""
+    return link + (("&" if "?" in link else "?") + f"seed={seed}" if seed else "")
+
+
+def page_rows(
+    selected: Sequence[Claim], found: dict[str, dict[str, Any]], with_real: bool, seed: int
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The page's table, one row per claim (claims missing from ``found`` are "not run"), and the ids of claims
+    that hold on the clustered model but not on the real heads."""
+    rows: list[dict[str, Any]] = []
+    failing_real: list[str] = []
+    for claim in selected:
+        got = {w: found.get(result_key(claim.id, w), NOT_RUN) for w in inputs_for(claim, with_real)}
+        verdicts = [g["verdict"] for g in got.values() if g["verdict"] in VERDICTS]
+        verdict = combine(verdicts) if verdicts else got["clustered"]["verdict"]
+        real = got.get("real")
+        if real is not None and real["verdict"] != HOLDS and got["clustered"]["verdict"] == HOLDS:
+            failing_real.append(claim.id)
+        rows.append(
+            {
+                "paper": claim.paper,
+                "claim": f"{claim.id}: {claim.statement}",
+                "measured now (clustered)": fmt_cell(got["clustered"]),
+                "measured now (real MiniLM heads)": fmt_cell(real),
+                "threshold": claim.threshold,
+                "verdict": verdict,
+                "view": link_with_seed(claim.link, seed),
+                "how it was measured": " | ".join(f"{w}: {g['detail']}" for w, g in got.items()),
+            }
+        )
+    return rows, failing_real
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Measure every paper claim and write benchmarks/results/claims.*")
     parser.add_argument("--seed", type=int, default=0)

@@ -76,6 +76,24 @@ def seed_statistics(errors: Mapping[str, np.ndarray], noise_se: float = NOISE_SE
     )
 
 
+def grid(low: float, high: float, count: int, log: bool) -> np.ndarray:
+    """``count`` values from ``low`` to ``high`` (geometric when ``log``); one value when the range is empty."""
+    if high <= low:
+        return np.array([low])
+    return np.geomspace(low, high, count) if log else np.linspace(low, high, count)
+
+
+def work_estimate(n: int, cells: int, seeds: int, methods: Mapping[str, str]) -> int:
+    """Relative cost of a map for the scheduler: n^2 per cell, seed and method (plus exact); RPCA counts 20 times."""
+    return cells * seeds * n**2 * (len(methods) + 1) * (20 if "rpca" in methods.values() else 1)
+
+
+def theorem_boundaries(n: int, d: int) -> tuple[float, float]:
+    """Theorem 1's temperature scales for this n and d, up to constants: beta ~ ln n / ln d and beta ~ ln n."""
+    ln_n = math.log(n)
+    return ln_n / math.log(max(d, 2)), ln_n
+
+
 @dataclass
 class AveragedRegimeMap:
     """The regime map over a (beta, sigma) grid, errors averaged over seeds."""
@@ -103,6 +121,10 @@ class AveragedRegimeMap:
         """Relative error cut of sparse + low rank over the better single method, on the mean errors."""
         best_single = np.minimum(self.errors["sparse"], self.errors["low_rank"])
         return (best_single - self.errors["sparse_low_rank"]) / np.maximum(best_single, 1e-30)
+
+    def win_counts(self) -> dict[str, int]:
+        """Cells won by each role (every role listed, zero when it wins nowhere)."""
+        return {role: int((self.winner == k).sum()) for k, role in enumerate(self.roles)}
 
     def rows(self) -> list[dict[str, Any]]:
         """One row per cell (for tables and CSV)."""

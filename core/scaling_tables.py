@@ -64,6 +64,11 @@ def stops(points: Iterable[ScalingPoint]) -> list[ScalingPoint]:
     return [p for p in points if p.status != "ok" and "earlier size" not in p.status]
 
 
+def params_text(params: dict[str, Any]) -> str:
+    """A method's parameters on one line, for the measurements table."""
+    return ", ".join(f"{k}={v}" for k, v in params.items())
+
+
 def slopes_table(series: Iterable[Series]) -> list[dict[str, Any]]:
     return [
         {

@@ -93,3 +93,30 @@ def test_sparse_oracle_is_the_unrenormalised_top_k() -> None:
     assert float(low_rank.max()) < 1e-12
     sparse, low_rank = claims.oracle_errors(p, 2)
     assert (sparse > 0.1).all() and (low_rank > 0.01).all()
+
+
+def test_page_rows_combine_inputs_mark_not_run_and_real_failures() -> None:
+    rh = [c for c in claims.CLAIMS if c.paper == claims.PAPERS["rank-vs-heads"]]
+    assert claims.of_papers(["rank-vs-heads"]) == rh
+    both = next(c for c in claims.CLAIMS if c.real and not c.slow)
+    slow = next(c for c in claims.CLAIMS if c.slow and not c.real)
+    assert claims.due([both, slow], both.paper, with_slow=False, with_real=True) == [
+        (both.id, "clustered"),
+        (both.id, "real"),
+    ]  # the slow claim is left out (or belongs to another paper)
+    assert claims.due([both], both.paper, with_slow=True, with_real=False) == [(both.id, "clustered")]
+    found = {
+        claims.result_key(both.id, "clustered"): {"value": 0.01, "verdict": claims.HOLDS, "detail": "a"},
+        claims.result_key(both.id, "real"): {"value": None, "verdict": claims.FAILS, "detail": "b"},
+    }
+    rows, failing_real = claims.page_rows([both, slow], found, with_real=True, seed=3)
+    assert failing_real == [both.id]
+    assert rows[0]["verdict"] == claims.REGIME
+    assert rows[0]["measured now (clustered)"] == "0.01 (holds)"
+    assert rows[0]["measured now (real MiniLM heads)"] == f"– ({claims.FAILS})"
+    assert rows[0]["how it was measured"] == "clustered: a | real: b"
+    assert rows[0]["view"].endswith("seed=3")
+    assert rows[1]["verdict"] == "not run" and rows[1]["measured now (real MiniLM heads)"] == "–"
+    assert claims.link_with_seed("Kernels", 0) == "Kernels"
+    assert claims.link_with_seed("Kernels", 2) == "Kernels?seed=2"
+    assert claims.link_with_seed("Kernels?d=8", 2) == "Kernels?d=8&seed=2"

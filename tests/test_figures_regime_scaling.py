@@ -128,6 +128,11 @@ def test_measured_series_fit_the_slopes_and_skip_stopped_sizes() -> None:
     assert [row["largest n"] for row in table] == [4096, 4096]
 
 
+def test_params_text_lists_a_methods_parameters_on_one_line() -> None:
+    assert scaling_tables.params_text({"features": 64, "orthogonal": True}) == "features=64, orthogonal=True"
+    assert scaling_tables.params_text({}) == ""
+
+
 def test_server_limits_lower_the_knobs_with_notices() -> None:
     point, total, memory, notices = scaling_tables.fit_server_limits(30, 300, 4096, job_s=60, server_mib=1024)
     assert (point, total, memory) == (15, 15, 1024) and len(notices) == 3

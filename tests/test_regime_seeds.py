@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -79,3 +81,31 @@ def test_the_estimate_grows_with_the_seed_count() -> None:
     assert limits.regime_estimate(methods, 1024, 64, 16, 12, seeds=10).seconds > (
         limits.regime_estimate(methods, 1024, 64, 16, 12, seeds=1).seconds * 9
     )
+
+
+def test_grid_is_geometric_or_linear_and_one_value_for_an_empty_range() -> None:
+    np.testing.assert_allclose(regime.grid(1.0, 100.0, 3, log=True), [1.0, 10.0, 100.0])
+    np.testing.assert_allclose(regime.grid(0.1, 0.5, 5, log=False), [0.1, 0.2, 0.3, 0.4, 0.5])
+    assert regime.grid(2.0, 2.0, 8, log=True).tolist() == [2.0]
+
+
+def test_work_estimate_counts_cells_seeds_methods_and_the_slow_rpca() -> None:
+    assert regime.work_estimate(64, cells=6, seeds=3, methods=dict(sweeps.ESTIMATORS)) == 6 * 3 * 64**2 * 4
+    oracles = dict(sweeps.ORACLES)
+    assert "rpca" in oracles.values()
+    assert regime.work_estimate(64, cells=6, seeds=3, methods=oracles) == 20 * 6 * 3 * 64**2 * (len(oracles) + 1)
+
+
+def test_theorem_boundaries_are_ln_n_over_ln_d_and_ln_n() -> None:
+    low, high = regime.theorem_boundaries(256, 16)
+    assert low == pytest.approx(2.0) and high == pytest.approx(math.log(256))
+    assert regime.theorem_boundaries(256, 1)[0] == pytest.approx(math.log(256) / math.log(2))
+
+
+def test_win_counts_list_every_role() -> None:
+    stats = regime.seed_statistics(
+        {"sparse": np.full((1, 1, 2), 0.1), "low_rank": np.full((1, 1, 2), 0.5), "sparse_low_rank": np.ones((1, 1, 2))}
+    )
+    methods = {"sparse": "a", "low_rank": "b", "sparse_low_rank": "c"}
+    result = regime.AveragedRegimeMap(np.array([1.0, 2.0]), np.array([0.5]), methods, stats, np.zeros((1, 2)))
+    assert result.win_counts() == {"sparse": 2, "low_rank": 0, "sparse_low_rank": 0}

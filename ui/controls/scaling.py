@@ -1,0 +1,118 @@
+"""The Scaling page's sidebar: what to measure and the run's limits (capped at the server's, with a notice)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import streamlit as st
+import torch
+
+import ui
+from core import device as core_device
+from core import limits, scaling_tables
+
+SIZES = [2**p for p in range(6, 17)]  # 64 .. 65536
+ROW_BUDGETS = [16, 32, 64, 128, 256, 512]
+DEFAULT_METHODS = ["performer", "lsh", "scatterbrain", "nystrom"]
+FAMILIES = ("sparse", "low-rank", "sparse+low-rank", "compression")
+
+
+@dataclass(frozen=True)
+class ScalingControls:
+    """The chosen run; values are kept as the widgets return them, so ``key`` matches earlier runs' cache keys."""
+
+    methods: list[str]  # exact first when included
+    sizes: list[int]
+    heads: int
+    d: int
+    row_budget: int
+    tau: float
+    seed: int
+    device: torch.device
+    point_limit: float  # seconds
+    total_limit: float  # seconds
+    memory_limit: float  # MiB
+
+    @property
+    def key(self) -> str:
+        """One measurement per settings and server, shared by every session."""
+        return json.dumps(
+            [self.methods, self.sizes, self.heads, self.d, self.row_budget, self.tau, self.seed, self.device.type]
+            + [self.point_limit, self.total_limit, self.memory_limit]
+        )
+
+
+def scaling_controls() -> ScalingControls:
+    bar = st.sidebar
+    bar.header("Scaling run")
+    methods = ui.method_picker("Methods", "methods", DEFAULT_METHODS, families=FAMILIES, where=bar)
+    with_exact = ui.toggle(
+        "Include exact (torch SDPA)",
+        "exact",
+        True,
+        where=bar,
+        help="core's exact method, torch.nn.functional.scaled_dot_product_attention.",
+    )
+    n_low, n_high = ui.range_slider(
+        "Sequence lengths n",
+        "sizes",
+        SIZES,
+        (256, 4096),
+        fmt=lambda x: f"{int(x):,}",
+        where=bar,
+        help="Powers of two between these are measured, smallest first.",
+    )
+    heads = ui.int_slider("Heads", "heads", 1, 16, 1, where=bar)
+    d = ui.choice("Head dimension d", "d", [16, 32, 64, 128], 64, where=bar)
+    row_budget = ui.choice(
+        "Stored scores per query",
+        "row_budget",
+        ROW_BUDGETS,
+        128,
+        where=bar,
+        help="Each method gets this many stored numbers per query (fraction = budget / n of full "
+        "attention), so its parameters stay fixed as n grows.",
+    )
+    tau = ui.log_slider(
+        "Temperature τ", "tau", ui.TAU_OPTIONS, 0.3, where=bar, help="logits = q·k / τ (clustered input)."
+    )
+    seed = ui.int_input("Seed", "seed", 0, 2**31 - 1, 0, where=bar)
+    device = ui.device_control(bar)[1]
+    bar.caption(f"Measuring on **{core_device.describe(device)}**")
+    bar.header("Limits")
+    point_limit = ui.log_slider(
+        "Time per size (s)",
+        "point_s",
+        [0.5, 1, 2, 5, 10, 30],
+        5,
+        where=bar,
+        help="A method stops before a size whose predicted time is above this.",
+    )
+    total_limit = ui.log_slider("Total time (s)", "total_s", [5, 10, 30, 60, 120, 300], 30, where=bar)
+    memory_limit = ui.log_slider(
+        "Memory (MiB)",
+        "memory_mib",
+        [128, 256, 512, 1024, 2048, 4096],
+        1024,
+        where=bar,
+        help="A method stops before a size whose analytic working set is above this.",
+    )
+    point_limit, total_limit, memory_limit, notices = scaling_tables.fit_server_limits(
+        point_limit, total_limit, memory_limit, limits.job_seconds(), limits.memory_limit_bytes() / 2**20
+    )
+    for text in notices:
+        ui.notice(text)
+    return ScalingControls(
+        methods=(["exact"] if with_exact else []) + list(methods),
+        sizes=[n for n in SIZES if n_low <= n <= n_high],
+        heads=heads,
+        d=d,
+        row_budget=row_budget,
+        tau=tau,
+        seed=seed,
+        device=device,
+        point_limit=point_limit,
+        total_limit=total_limit,
+        memory_limit=memory_limit,
+    )
