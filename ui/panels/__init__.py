@@ -1,0 +1,1 @@
+"""Page sections that draw computed results (Streamlit calls), one module per page topic."""
