@@ -14,7 +14,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from core import registry
 from core.approximation import approximate
+from core.budget import budget_params
 
 # The page's defaults (sidebar settings a user can also choose): flat enough rows that Performer's estimate is
 # accurate on Omega, and a budget that buys enough features, so the naive sum visibly double counts.
@@ -97,6 +99,16 @@ def correction_summary(
     )
 
 
+def head_logits(q: np.ndarray, k: np.ndarray, beta: float) -> np.ndarray:
+    """One head's logits beta q k^T (q, k: (n, d)) in float64, as ``correction_summary`` wants them."""
+    return beta * (q.astype(np.float64) @ k.astype(np.float64).T)
+
+
+def relative_error(approx: np.ndarray, exact: np.ndarray) -> float:
+    """||approx - exact||_F / ||exact||_F."""
+    return float(np.linalg.norm(approx - exact) / np.linalg.norm(exact))
+
+
 def measure_correction(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, beta: float, seed: int, params: dict[str, Any]
 ) -> CorrectionSummary:
@@ -121,9 +133,21 @@ def measure_correction(
 def spectrum(exact: np.ndarray, rank: int) -> tuple[np.ndarray, float, float]:
     """Singular values of one head's exact attention, the energy share of the top ``rank`` and the best
     rank-``rank`` relative error (Eckart-Young)."""
-    sv = np.linalg.svd(exact.astype(np.float64), compute_uv=False)
+    sv = singular_values(exact)
     energy = float((sv[:rank] ** 2).sum() / (sv**2).sum())
     return sv, energy, math.sqrt(max(0.0, 1 - energy))
+
+
+def budget_rank(n: int, d: int, fraction: float) -> int:
+    """The rank the memory budget buys the SVD oracle (half the budget's rows when no SVD is registered)."""
+    if "svd" in registry.methods():
+        return int(budget_params("svd", n, d, fraction)["rank"])
+    return max(1, int(fraction * n / 2))
+
+
+def singular_values(matrix: np.ndarray) -> np.ndarray:
+    """Singular values of an (n, n) matrix, computed in float64."""
+    return np.linalg.svd(matrix.astype(np.float64), compute_uv=False)
 
 
 # ------------------------------------------------------------------ Fig. 4
@@ -203,6 +227,12 @@ class Fig4Curves:
     grid: np.ndarray  # (G,) q.k for the theory lines
     theory: dict[str, np.ndarray]  # method -> (G,) Theorem 2 with the measured collision rate
     paper: dict[str, np.ndarray]  # lsh / scatterbrain with the paper's cross-polytope bound (L = 4, K = 23)
+
+    def table(self) -> dict[str, np.ndarray]:
+        """The measured points as export columns: bin centre, collision rate, one MSE column per method."""
+        columns = {"qk_bin_centre": self.centres, "collision_rate": self.collision}
+        columns.update({f"mse_{name}": values for name, values in self.measured.items()})
+        return columns
 
 
 def fig4_curves(res: dict[str, np.ndarray], d: int, m: int, bins: int = 20) -> Fig4Curves:

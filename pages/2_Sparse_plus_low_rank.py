@@ -2,30 +2,19 @@
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
 import streamlit as st
 
-import core
 import ui
-from core import limits, sparse_lowrank
-from ui.figures import sparse_lowrank as figs
+from core import sparse_lowrank
+from ui.controls import sparse_lowrank as controls
+from ui.panels import sparse_lowrank as panels
 from ui.scrubber import split_scrubber_section
 
 ui.page("Sparse + low rank", icon=":material/join_inner:", url_path="Sparse_plus_low_rank")
 s = ui.sidebar(max_n=1024, defaults=sparse_lowrank.PAGE_DEFAULTS)
+panels.intro()
 
-ui.explain(
-    "Scatterbrain approximates exp(q·k/τ) with random features everywhere (a low-rank matrix L), then fixes "
-    "the entries a hash finds to be large: on that support Ω it adds a sparse correction S = exact − L, so "
-    "the sum is exact on Ω and low rank elsewhere. Both parts share one row normaliser.",
-    r"\hat A_{\text{un}} = \underbrace{\phi(Q)\phi(K)^\top}_{L} + \underbrace{\big(e^{QK^\top/\tau} - "
-    r"\phi(Q)\phi(K)^\top\big)\odot \mathbf 1_\Omega}_{S},\qquad \hat A = \mathrm{diag}(\hat A_{\text{un}}"
-    r"\mathbf 1)^{-1}\hat A_{\text{un}}",
-)
-
-with st.expander("Scatterbrain knobs", expanded=False):
-    params = ui.method_controls(s, "scatterbrain")
+params = controls.scatterbrain_knobs(s)
 head = s.head
 exact = s.exact()
 exact_head = exact.attention[head] if not exact.reduced else None
@@ -36,269 +25,18 @@ factor = int(parts["factor"])
 summary = None  # Scatterbrain vs the naive sum, at full resolution only
 if exact_head is not None and factor == 1:
     arrays = s.inputs()
-    logits = s.beta * (arrays.q[head].astype(np.float64) @ arrays.k[head].astype(np.float64).T)
+    logits = sparse_lowrank.head_logits(arrays.q[head], arrays.k[head], s.beta)
     raw = s.parts("scatterbrain", params, ("unnormalized_low_rank",))["unnormalized_low_rank"]
     summary = sparse_lowrank.correction_summary(
         exact_head, parts["attention"], parts["naive_sum"], parts["support"], raw, logits, params.get("features", 0)
     )
 exact_map = ui.display(exact_head)
-top = st.columns(2)
-log_colour = ui.toggle("Log colour scale", "logc", True, help="Show small attention weights too.", where=top[0])
-resolution = ui.choice(
-    "Heatmap pixels",
-    "res",
-    [128, 256, 512],
-    128,
-    where=top[1],
-    widget="radio",
-    help="Largest side of each heatmap sent to the browser (block maximum); smaller is faster.",
-)
+view = panels.MapView(s, factor, controls.map_controls())
 
-
-def shown(a: np.ndarray, mode: str = "max") -> tuple[np.ndarray, int]:
-    """The map as drawn: block-reduced to at most `resolution` per side; returns it and its total block size."""
-    a = s.sorted(a)  # display only: cluster order when the sidebar asks for it
-    extra = max(1, -(-a.shape[-1] // resolution))
-    return ui.block_reduce(a, extra, mode), factor * extra
-
-
-# ------------------------------------------------------------------ 1. LSH buckets and support
-st.header("1. Where the sparse part lives: hash buckets and the support Ω")
-if params["support"] == "lsh":
-    ui.explain(
-        "Each round hashes every query and key with random rotations, sorts positions by bucket and cuts them "
-        "into equal chunks; a query attends to the keys of its own chunk. More rounds find more of the large "
-        "entries. The support Ω is the union over rounds.",
-        r"\Omega = \bigcup_{r=1}^{R}\{(i,j) : h_r(q_i) = h_r(k_j)\}",
-    )
-    rounds = int(params["rounds"])
-    which = ui.int_slider("Round shown", "round", 1, max(1, rounds), 1) if rounds > 1 else 1
-    lsh = s.parts("lsh", {"rounds": rounds, "buckets": params["buckets"]}, ("buckets",))
-    buckets = lsh.get("buckets")
-    cols = st.columns(3)
-    for col, name, title, mask in (
-        (cols[0], "support_round", f"Support of round {which}", parts["support_rounds"][which - 1].astype(np.float32)),
-        (cols[1], "support_union", "Support Ω (all rounds)", parts["support"].astype(np.float32)),
-    ):
-        with col:
-            drawn, drawn_factor = shown(mask, "mean")
-            fig = ui.heatmap(drawn, title, kind="mask", factor=drawn_factor, hover_label="share of pairs in Ω")
-            png = lambda m=mask: ui.png_bytes(m, "mask")  # noqa: E731
-            ui.show_figure(fig, name, data={"support": mask}, key=name, png=png)
-    with cols[2]:
-        if buckets is not None:
-            positions = np.arange(s.n)
-            fig = figs.buckets_figure(
-                buckets[which - 1, 0], s.inputs().labels, ui.method_colour(0), f"Buckets in round {which}"
-            )
-            ui.show_figure(
-                fig,
-                "buckets",
-                data=pd.DataFrame(
-                    {"position": positions, "query_bucket": buckets[which - 1, 0], "key_bucket": buckets[which - 1, 1]}
-                ),
-                key="buckets",
-            )
-            st.caption(
-                "Support maps: colour = share of each drawn block's pairs that are in Ω (1 = all). "
-                "Bucket chart: dot colour = cluster of the position (clustered input); same-cluster positions "
-                "share buckets when the hash works."
-            )
-    if summary is not None:
-        c1, c2, c3 = st.columns(3)
-        c1.metric("Entries in Ω", f"{100 * summary.omega_share:.1f}%", help="Share of the n² pairs in the support.")
-        c2.metric(
-            "Attention mass inside Ω",
-            f"{100 * summary.omega_mass:.1f}%",
-            help="Mean over rows of the exact attention weight that falls on the support.",
-        )
-        c3.metric("Hash rounds × buckets", f"{rounds} × {params['buckets']}")
-else:
-    st.info(f"The support is `{params['support']}` (set in the knobs); switch it to `lsh` to see hash buckets.")
-    union = parts["support"].astype(np.float32)
-    ui.show_figure(
-        ui.heatmap(s.sorted(union), "Support Ω", kind="mask", factor=factor, colorbar=False),
-        "support_union",
-        data={"support": union},
-        key="support_union",
-    )
-
-# ------------------------------------------------------------------ 2. the split
-st.header("2. The split: S + L, next to exact and the naive sum")
-ui.explain(
-    "The low-rank part L is Performer's estimate divided by the row normaliser; S is only non-zero on Ω and "
-    "can be negative (it removes what L already put there). Adding the exact entries on Ω to Performer's "
-    "estimate naively counts every support pair twice: before normalising it holds about 2·exp(q·k) there, and "
-    "normalising cannot undo that, because the rest of the row was not doubled.",
-    r"\text{naive on }\Omega:\ e^{q_i\cdot k_j/\tau} + \phi(q_i)^\top\phi(k_j)\ \approx\ 2\,e^{q_i\cdot k_j/\tau}"
-    r"\qquad\text{Scatterbrain on }\Omega:\ e^{q_i\cdot k_j/\tau}\ \text{exactly}",
-)
-views = [
-    ("sparse", "Sparse correction S", "error"),
-    ("low_rank", "Low-rank part L", "attention"),
-    ("attention", "S + L (Scatterbrain)", "attention"),
-    ("exact", "Exact", "attention"),
-    ("naive_sum", "Naive sum (double counts)", "attention"),
-    ("naive_minus", "Naive sum − Scatterbrain", "error"),
-]
-matrices = {"exact": exact_map, "naive_minus": parts["naive_sum"] - parts["attention"]}
-for start in (0, 3):
-    cols = st.columns(3)
-    for col, (name, title, kind) in zip(cols, views[start : start + 3], strict=True):
-        matrix = matrices[name] if name in matrices else parts[name]
-        with col:
-            drawn, drawn_factor = shown(matrix, "absmax" if kind == "error" else "max")
-            fig = ui.heatmap(
-                drawn, title, kind=kind, log=log_colour and kind == "attention", factor=drawn_factor, height=330
-            )
-            ui.show_figure(
-                fig,
-                f"split_{name}",
-                data={name: matrix},
-                key=f"split_{name}",
-                png=lambda m=matrix, k=kind: ui.png_bytes(m, k, log=log_colour and k == "attention"),
-            )
-if summary is not None:
-    m1, m2, m3 = st.columns(3)
-    m1.metric("Scatterbrain error", f"{summary.sb_error:.3f}", help="‖Â − A‖_F / ‖A‖_F for the shown head.")
-    m2.metric(
-        "Naive-sum error",
-        f"{summary.naive_error:.3f}",
-        delta=f"{summary.naive_error - summary.sb_error:+.3f} vs Scatterbrain",
-        delta_color="inverse",
-    )
-    m3.metric(
-        "Naive sum on Ω before normalising",
-        f"{summary.ratio_mean:.2f} × exact",
-        help="Mean of (exp(q·k) + φ(q)·φ(k)) / exp(q·k) over the support: the double counting (≈ 2 in "
-        "expectation, because the random features are unbiased). The median is "
-        f"{summary.ratio_median:.2f}: with few features the estimate is usually small and occasionally huge.",
-    )
-    if summary.matters:
-        st.success(f"**The correction matters here**: the naive sum's error is {summary.factor:.1f}× Scatterbrain's.")
-    else:
-        st.warning(
-            f"**At these settings the correction does not matter**: the naive sum's error ({summary.naive_error:.3f}) "
-            f"is within {100 * (sparse_lowrank.MATTERS_FACTOR - 1):.0f}% of Scatterbrain's ({summary.sb_error:.3f}), "
-            "because " + "; and ".join(summary.reasons()) + ". Flatter rows and more features show it: "
-            f"τ = {sparse_lowrank.PAGE_DEFAULTS['tau']:g} with budget "
-            f"{ui.fmt_fraction(sparse_lowrank.PAGE_DEFAULTS['budget'])} (this page's defaults)."
-        )
-st.caption(
-    ui.downsample_caption(s.n, shown(exact_map)[1]) + " S uses a red-blue scale because it can be negative (range: the "
-    "99th percentile of its non-zero |entries|)."
-)
+panels.support_section(view, params, parts, summary)
+panels.split_section(view, parts, exact_map, summary)
 split_scrubber_section(s, params)  # the same split at every temperature, animated in the browser
-
-# ------------------------------------------------------------------ 3. RPCA oracle
-st.header("3. The oracle: robust PCA's best split")
-ui.explain(
-    "Robust PCA searches for the sparse matrix S and the low-rank matrix L whose sum is closest to the exact "
-    "attention. It is far too slow for a model (it needs the whole matrix and many SVDs), but it shows how "
-    "good any sparse + low-rank method could be at this budget.",
-    r"\min_{S,L}\ \lVert L\rVert_* + \lambda \lVert S\rVert_1\quad\text{s.t.}\quad S + L \approx A",
-)
-rpca_on = ui.toggle("Compute the RPCA oracle (slow: tens of seconds at n = 512 on a CPU)", "rpca", False)
-if rpca_on:
-    rpca_params = core.budget_params("rpca", s.n, s.d, s.fraction) if "rpca" in ui.registered_methods() else {}
-    rpca_steps = int(rpca_params.get("iterations", 500))
-    if "rpca" not in ui.registered_methods():
-        st.info("The RPCA oracle is not available in this engine yet.")
-    elif ui.state.within_limits(
-        lambda: limits.check("n", s.n, limits.sizes_up_to(s.n), lambda n: limits.rpca_estimate(n, 1, rpca_steps))
-    ):
-        with st.spinner("Running robust PCA…"):
-            rp = s.parts("rpca", rpca_params, ("sparse", "low_rank", "attention"))
-        cols = st.columns(3)
-        for col, name, title, kind in zip(
-            cols,
-            ("sparse", "low_rank", "attention"),
-            ("RPCA sparse S", "RPCA low rank L", "S + L"),
-            ("error", "attention", "attention"),
-            strict=True,
-        ):
-            with col:
-                fig = ui.heatmap(
-                    s.sorted(rp[name]),
-                    title,
-                    kind=kind,
-                    log=log_colour and kind == "attention",
-                    factor=int(rp["factor"]),
-                    height=300,
-                    colorbar=False,
-                )
-                ui.show_figure(fig, f"rpca_{name}", data={name: rp[name]}, key=f"rpca_{name}")
-        if exact_head is not None and int(rp["factor"]) == 1:
-            rerr = float(np.linalg.norm(rp["attention"] - exact_head) / np.linalg.norm(exact_head))
-            st.metric("RPCA error (the oracle)", f"{rerr:.3f}")
-        st.caption("Parameters from the budget: " + ", ".join(f"{k} = {v}" for k, v in rpca_params.items()))
-
-# ------------------------------------------------------------------ 4. spectrum
-st.header("4. Singular values of the exact matrix")
-ui.explain(
-    "A matrix is well approximated by rank k when its singular values fall fast after the k-th. Flat rows "
-    "(high τ) give one big singular value and a quick drop; peaked rows (low τ) give a long flat spectrum, "
-    "which no small rank can capture.",
-    r"\min_{\mathrm{rank}\,B\le k}\lVert A - B\rVert_F^2 = \sum_{i>k}\sigma_i^2",
-)
-if exact_head is not None:
-    budget_rank = (
-        int(core.budget_params("svd", s.n, s.d, s.fraction)["rank"])
-        if "svd" in ui.registered_methods()
-        else max(1, int(s.fraction * s.n / 2))
-    )
-    sv, energy, best_error = sparse_lowrank.spectrum(exact_head, budget_rank)
-    sv_l = np.linalg.svd(parts["low_rank"].astype(np.float64), compute_uv=False) if factor == 1 else None
-    fig = figs.spectrum_figure(sv, sv_l, budget_rank, [ui.method_colour(0), ui.method_colour(1)])
-    ui.show_figure(
-        fig, "spectrum", data=pd.DataFrame({"index": np.arange(1, len(sv) + 1), "singular_value": sv}), key="spectrum"
-    )
-    st.caption(
-        f"The top {budget_rank} singular values hold {100 * energy:.1f}% of ‖A‖²_F, so the best rank-"
-        f"{budget_rank} matrix has relative error {best_error:.3f}."
-    )
-
-
-# ------------------------------------------------------------------ 5. Fig. 4
-@st.cache_data(show_spinner=False, max_entries=16)
-def fig4_measure(
-    d: int, m: int, rounds: int, buckets: int, draws: int, pairs: int, orthogonal: bool, seed: int
-) -> dict[str, np.ndarray]:
-    return sparse_lowrank.fig4_measure(d, m, rounds, buckets, draws, pairs, orthogonal, seed)
-
-
-def fig4_view() -> None:
-    st.header("5. The paper's Fig. 4: error of each estimator against q·k")
-    ui.explain(
-        "For unit vectors q and k, each method estimates the single number exp(q·k). Performer's random-feature "
-        "estimate is unbiased but its variance explodes for large q·k; LSH is exact when the pair lands in a "
-        "bucket and misses it (error exp(q·k)²) otherwise; Scatterbrain keeps Performer's estimate only for "
-        "missed pairs, so its error is Performer's times the miss probability (Theorem 2).",
-        r"\mathrm{MSE}_{\text{SB}}(x) = (1 - P_\Omega(x))\,\frac{e^{\lVert q+k\rVert^2} e^{2x}"
-        r"\big(1 - e^{-\lVert q+k\rVert^2}\big)}{m},\quad \mathrm{MSE}_{\text{LSH}}(x) = (1-P_\Omega(x))\,e^{2x}",
-    )
-    c = st.columns(5)
-    d = ui.int_slider("d (unit vectors)", "f4_d", 4, 64, 16, where=c[0])
-    m = ui.int_slider("features m", "f4_m", 4, 256, 44, where=c[1], help="The paper's plot uses m = d log d = 44.")
-    rounds = ui.int_slider("hash rounds", "f4_rounds", 1, 8, 4, where=c[2])
-    buckets = ui.int_slider("buckets", "f4_buckets", 2, 64, 16, where=c[3])
-    draws = ui.int_slider("random draws", "f4_draws", 1, 64, 8, where=c[4])
-    orthogonal = ui.toggle("orthogonal features (the theory curve assumes iid)", "f4_orth", False)
-    with st.spinner("Measuring the estimators over random draws…"):
-        res = fig4_measure(d, m, rounds, buckets, draws, 256, orthogonal, s.seed)
-    curves = sparse_lowrank.fig4_curves(res, d, m)
-    labels = {name: ui.method_label(name) for name in curves.measured}
-    fig = figs.fig4_figure(curves, labels, [ui.method_colour(i) for i in range(3)])
-    table = {"qk_bin_centre": curves.centres, "collision_rate": curves.collision}
-    table.update({f"mse_{name}": values for name, values in curves.measured.items()})
-    ui.show_figure(fig, "fig4_mse_vs_qk", data=pd.DataFrame(table), key="fig4")
-    st.caption(
-        f"Points: mean over {draws} draws and the pairs in each q·k bin (256 pairs, d = {d}). Lines: Theorem 2 "
-        "with Performer's variance formula and this LSH's measured collision rate P_Ω(x); the dotted curves "
-        "(click them in the legend) use the paper's cross-polytope bound with 4 tables of 23 hashes. The engine's "
-        "LSH uses balanced chunks, so its collision rate differs from the paper's."
-    )
-
-
-fig4_view()
+panels.rpca_section(s, exact_head, view.options.log_colour)
+panels.spectrum_section(s, exact_head, parts["low_rank"] if factor == 1 else None)
+panels.fig4_section(s)
 ui.finish()
