@@ -10,8 +10,9 @@ entry is JSON describing the structure (dicts, lists, tuples, scalars, strings a
 Nothing is ever pickled or unpickled, so a tampered cache file cannot run code.
 
 Keys: sha256 of the JSON of (``ENGINE_VERSION``, name, canonical settings). ``ENGINE_VERSION`` is a hash of the
-source of ``core/``, ``ui/compute.py``, this file and ``pages/``, computed once at import: any change to the code that
-produces a result makes the old entries unreachable (they age out by LRU).
+source of ``core/``, ``ui/`` and ``pages/`` (page sections in ``ui/panels`` hand work to the cache too), computed
+once at import: any change to the code that produces a result makes the old entries unreachable (they age out by
+LRU).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ T = TypeVar("T")
 def _engine_version() -> str:
     digest = hashlib.sha256()
     # This file too: a change to the stored format must not serve entries written in the old one.
-    files = sorted((ROOT / "core").rglob("*.py")) + [ROOT / "ui" / "compute.py", ROOT / "ui" / "result_cache.py"]
+    files = sorted((ROOT / "core").rglob("*.py")) + sorted((ROOT / "ui").rglob("*.py"))
     files += sorted((ROOT / "pages").glob("*.py"))
     for path in files:
         if path.is_file():
