@@ -113,10 +113,13 @@ def wait_first_chart(page: Any, start: float) -> float | None:
     """Seconds from ``start`` to the first drawn chart; None when the run ends with no chart on the page (a page
     whose results start on a button)."""
     deadline = time.monotonic() + TIMEOUT_MS / 1000
+    ran = False  # "notRunning" before the first run has started is not the end of a run
     while time.monotonic() < deadline:
         if page.evaluate(FIRST_CHART):
             return time.perf_counter() - start
-        if page.evaluate(APP_STATE) == ["CONNECTED", "notRunning"] and time.perf_counter() - start > 0.5:
+        state = page.evaluate(APP_STATE)
+        ran = ran or (state is not None and state[1] == "running")
+        if state == ["CONNECTED", "notRunning"] and (ran or time.perf_counter() - start > 10):
             if page.locator(CHART_SLOTS).count():  # a chart is there, still drawing
                 page.wait_for_function(FIRST_CHART, timeout=TIMEOUT_MS, polling="raf")
                 return time.perf_counter() - start

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import math
 import os
 import statistics
@@ -292,7 +293,23 @@ def _cpu_model() -> str:
 
 
 def model_cost(method: str, n: int, d: int, heads: int, params: dict[str, Any]) -> Any:
-    """The method's analytic Cost at size n without allocating inputs (zero-stride placeholders)."""
+    """The method's analytic Cost at size n without allocating inputs (zero-stride placeholders). A pure function
+    of its arguments, so answers are memoised: every page run checks its limits with it, once per method."""
+    try:
+        key = (method, int(n), int(d), int(heads), tuple(sorted(params.items())))
+        hash(key)
+    except TypeError:  # an unhashable knob value: compute without the memo
+        return _model_cost(method, n, d, heads, params)
+    return _model_cost_memo(key)
+
+
+@functools.lru_cache(maxsize=4096)
+def _model_cost_memo(key: tuple[Any, ...]) -> Any:
+    method, n, d, heads, items = key
+    return _model_cost(method, n, d, heads, dict(items))
+
+
+def _model_cost(method: str, n: int, d: int, heads: int, params: dict[str, Any]) -> Any:
     from core import registry
     from core.approximation import AttentionInputs
 

@@ -98,6 +98,7 @@ from ui.figures import (
     show_figure,
 )
 from ui.jobs import estimate_seconds, run_heavy
+from ui.serving import install as _install_serving
 from ui.sidebar import (
     TAU_OPTIONS,
     Settings,
@@ -131,6 +132,8 @@ from ui.state import (
     text_line,
     toggle,
 )
+
+_install_serving()  # a class of 40 sessions at once: see ui/serving.py
 
 __all__ = [
     "DISPLAY_MAX",

@@ -73,7 +73,7 @@ def size_limit() -> int:
 
 
 _lock = threading.Lock()
-_caches: dict[tuple[str, int], diskcache.Cache] = {}
+_caches: dict[tuple[str, Any], diskcache.Cache] = {}
 
 
 def get_cache() -> diskcache.Cache:
@@ -283,14 +283,19 @@ MEMORY_HITS = "memory_hits"
 
 
 def counters() -> diskcache.Cache:
-    """Cross-process counters beside the result cache (``diskcache.Cache(<dir>/counters)``)."""
-    return diskcache.Cache(str(cache_dir() / COUNTERS_DIR))
+    """Cross-process counters beside the result cache (``diskcache.Cache(<dir>/counters)``), one handle per
+    process and directory: opening one costs SQLite set-up, and every memory hit counts here."""
+    where = str(cache_dir() / COUNTERS_DIR)
+    with _lock:
+        store = _caches.get((where, COUNTERS_DIR))
+        if store is None:
+            store = _caches[(where, COUNTERS_DIR)] = diskcache.Cache(where)
+        return store
 
 
 def count_memory_hit() -> None:
     """One engine call served from a process's memory cache, before the disk cache is even asked."""
-    with counters() as store:
-        store.incr(MEMORY_HITS, retry=True)
+    counters().incr(MEMORY_HITS, retry=True)
 
 
 def stats() -> dict[str, int]:
@@ -298,8 +303,7 @@ def stats() -> dict[str, int]:
     that a process served from its own memory cache, so the disk cache never saw them)."""
     cache = get_cache()
     hits, misses = cache.stats()
-    with counters() as store:
-        memory_hits = int(store.get(MEMORY_HITS, 0))
+    memory_hits = int(counters().get(MEMORY_HITS, 0))
     return {"hits": int(hits), "misses": int(misses), "size_bytes": int(cache.volume()), "memory_hits": memory_hits}
 
 

@@ -1,0 +1,86 @@
+"""ui.serving: the lock-free config readers return exactly what Streamlit's own do and never wait on its config
+lock; AppTest's mock stays in charge during a test run; the import heap is frozen out of the post-run collection."""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+import pytest
+from streamlit import config
+from streamlit.testing.v1.util import patch_config_options
+
+from ui import serving
+
+
+def locked_value(key: str):
+    with config._config_lock:  # what Streamlit's own get_option does
+        return config.get_config_options()[key].value
+
+
+def test_install_routes_streamlit_config_reads_to_the_readers() -> None:
+    serving.install()
+    assert config.get_option is serving.get_option
+    assert config.get_options_for_section is serving.get_options_for_section
+
+
+def test_every_option_and_section_matches_streamlit() -> None:
+    options = config.get_config_options()
+    assert len(options) > 100
+    for key in options:
+        assert serving.get_option(key) == locked_value(key), key
+    for section in {option.section for option in options.values()}:
+        expected = {o.name: o.value for o in options.values() if o.section == section}
+        assert serving.get_options_for_section(section) == expected, section
+
+
+def test_unknown_key_raises_as_streamlit_does() -> None:
+    with pytest.raises(RuntimeError, match="not defined"):
+        serving.get_option("global.noSuchOption")
+
+
+def test_app_test_mock_stays_in_charge() -> None:
+    serving.install()
+    with patch_config_options({"global.appTest": True}):
+        serving.install()  # as when a page imports ui inside an AppTest run
+        assert config.get_option("global.appTest") is True
+    assert config.get_option is serving.get_option
+
+
+def test_reads_do_not_wait_for_the_config_lock() -> None:
+    config.get_config_options()  # parsed, as on a running server
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with config._config_lock:
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(5)
+    answers: list = []
+    reader = threading.Thread(
+        target=lambda: answers.extend(
+            [serving.get_option("global.minCachedMessageSize"), serving.get_options_for_section("theme")]
+        )
+    )
+    reader.start()
+    reader.join(2)
+    finished_while_locked = not reader.is_alive()
+    release.set()
+    holder.join()
+    reader.join()
+    assert finished_while_locked, "a config read waited for Streamlit's config lock"
+    assert answers[0] == locked_value("global.minCachedMessageSize")
+
+
+def test_import_heap_is_frozen_out_of_the_post_run_collection() -> None:
+    import torch
+
+    import ui  # noqa: F401  (installs ui.serving)
+
+    assert gc.get_freeze_count() > 50_000
+    # Frozen objects sit in the permanent generation, which gc.collect (and gc.get_objects) never walks.
+    assert not any(obj is torch.nn.Module for obj in gc.get_objects())
+    assert serving.freeze_import_heap() == gc.get_freeze_count()  # a second call freezes nothing more
