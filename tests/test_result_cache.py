@@ -234,3 +234,33 @@ def test_a_repeat_served_from_memory_is_counted_as_a_hit(cache_dir: Path) -> Non
     assert after["memory_hits"] == middle["memory_hits"] + 1
     assert after["hits"] == middle["hits"]  # the disk cache was never asked
     np.testing.assert_array_equal(first.attention, again.attention)
+
+
+def test_memory_hits_from_many_threads_are_counted_with_few_writes(cache_dir: Path) -> None:
+    import threading
+
+    store = result_cache.counters()
+    writes: list[int] = []
+    real_incr = store.incr
+
+    def counting_incr(key: str, delta: int = 1, **kwargs: object) -> int:
+        writes.append(delta)
+        return real_incr(key, delta, **kwargs)
+
+    store.incr = counting_incr  # this process's one handle on the counters
+    try:
+        before = result_cache.stats()["memory_hits"]
+        writes.clear()
+        threads = [
+            threading.Thread(target=lambda: [result_cache.count_memory_hit() for _ in range(100)]) for _ in range(8)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        after = result_cache.stats()["memory_hits"]
+    finally:
+        del store.incr
+    assert after - before == 800  # every hit counted, none lost between threads
+    assert sum(writes) == 800
+    assert len(writes) <= 10  # batched: one SQLite write per flush, not one per hit

@@ -25,6 +25,7 @@ import json
 import math
 import os
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -284,8 +285,11 @@ MEMORY_HITS = "memory_hits"
 
 def counters() -> diskcache.Cache:
     """Cross-process counters beside the result cache (``diskcache.Cache(<dir>/counters)``), one handle per
-    process and directory: opening one costs SQLite set-up, and every memory hit counts here."""
-    where = str(cache_dir() / COUNTERS_DIR)
+    process and directory: opening one costs SQLite set-up."""
+    return _counters_at(str(cache_dir() / COUNTERS_DIR))
+
+
+def _counters_at(where: str) -> diskcache.Cache:
     with _lock:
         store = _caches.get((where, COUNTERS_DIR))
         if store is None:
@@ -293,9 +297,43 @@ def counters() -> diskcache.Cache:
         return store
 
 
+_pending_hits: dict[str, int] = {}  # counters folder -> memory hits not yet added to it
+_pending_lock = threading.Lock()
+_flusher: threading.Thread | None = None
+FLUSH_SECONDS = 0.25
+
+
 def count_memory_hit() -> None:
-    """One engine call served from a process's memory cache, before the disk cache is even asked."""
-    counters().incr(MEMORY_HITS, retry=True)
+    """One engine call served from a process's memory cache, before the disk cache is even asked.
+
+    Counted in memory and added to the shared counter by a background thread every FLUSH_SECONDS: one SQLite
+    write per flush instead of one per hit, because a class of 40 sessions' hits otherwise queue on SQLite's
+    write lock (a py-spy profile of 40 cached sessions found script threads waiting there)."""
+    global _flusher  # noqa: PLW0603
+    where = str(cache_dir() / COUNTERS_DIR)
+    with _pending_lock:
+        _pending_hits[where] = _pending_hits.get(where, 0) + 1
+        if _flusher is None or not _flusher.is_alive():
+            _flusher = threading.Thread(target=_flush_forever, name="result-cache-counters", daemon=True)
+            _flusher.start()
+
+
+def flush_counters() -> None:
+    """Add the memory hits counted in this process to the shared counters now."""
+    with _pending_lock:
+        pending = dict(_pending_hits)
+        _pending_hits.clear()
+    for where, hits in pending.items():
+        _counters_at(where).incr(MEMORY_HITS, hits, retry=True)
+
+
+def _flush_forever() -> None:
+    while True:
+        time.sleep(FLUSH_SECONDS)
+        try:
+            flush_counters()
+        except Exception:  # noqa: BLE001  (a counter write that fails, e.g. a removed folder, loses those counts only)
+            pass
 
 
 def stats() -> dict[str, int]:
@@ -303,6 +341,7 @@ def stats() -> dict[str, int]:
     that a process served from its own memory cache, so the disk cache never saw them)."""
     cache = get_cache()
     hits, misses = cache.stats()
+    flush_counters()
     memory_hits = int(counters().get(MEMORY_HITS, 0))
     return {"hits": int(hits), "misses": int(misses), "size_bytes": int(cache.volume()), "memory_hits": memory_hits}
 

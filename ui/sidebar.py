@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import html
 import math
 import re
@@ -214,13 +215,18 @@ SHARED_KEYS = (
 
 def page_files() -> list[tuple[str, str]]:
     """(path relative to the app root, URL path) of every page in pages/, in Streamlit's order."""
+    return list(_page_files())
+
+
+@functools.lru_cache(maxsize=1)
+def _page_files() -> tuple[tuple[str, str], ...]:  # read once per process: every run of every page draws the links
     found = []
     for path in (ROOT / "pages").glob("*.py"):
         match = re.match(r"^(\d*)_?(.+)$", path.stem)
         number = int(match.group(1)) if match and match.group(1) else 10**6
         name = match.group(2) if match else path.stem
         found.append((number, path.stem, f"pages/{path.name}", name))
-    return [(rel, name) for _, _, rel, name in sorted(found)]
+    return tuple((rel, name) for _, _, rel, name in sorted(found))
 
 
 NAV_CSS = """<style>
