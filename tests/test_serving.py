@@ -4,13 +4,25 @@ lock; AppTest's mock stays in charge during a test run; the import heap is froze
 from __future__ import annotations
 
 import gc
+import inspect
 import threading
 
 import pytest
+import streamlit as st
 from streamlit import config
 from streamlit.testing.v1.util import patch_config_options
 
 from ui import serving
+
+# Streamlit's own get_option: st.get_option wraps it. (config.get_option itself may be an AppTest mock left behind
+# by overlapping AppTest runs earlier in this pytest process, which restore each other's patches out of order.)
+STREAMLIT_GET_OPTION = inspect.unwrap(st.get_option)
+
+
+@pytest.fixture
+def streamlit_own_readers(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert STREAMLIT_GET_OPTION.__module__ == "streamlit.config"
+    monkeypatch.setattr(config, "get_option", STREAMLIT_GET_OPTION)
 
 
 def locked_value(key: str):
@@ -18,7 +30,7 @@ def locked_value(key: str):
         return config.get_config_options()[key].value
 
 
-def test_install_routes_streamlit_config_reads_to_the_readers() -> None:
+def test_install_routes_streamlit_config_reads_to_the_readers(streamlit_own_readers: None) -> None:
     serving.install()
     assert config.get_option is serving.get_option
     assert config.get_options_for_section is serving.get_options_for_section
@@ -39,7 +51,7 @@ def test_unknown_key_raises_as_streamlit_does() -> None:
         serving.get_option("global.noSuchOption")
 
 
-def test_app_test_mock_stays_in_charge() -> None:
+def test_app_test_mock_stays_in_charge(streamlit_own_readers: None) -> None:
     serving.install()
     with patch_config_options({"global.appTest": True}):
         serving.install()  # as when a page imports ui inside an AppTest run
