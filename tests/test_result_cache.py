@@ -264,3 +264,40 @@ def test_memory_hits_from_many_threads_are_counted_with_few_writes(cache_dir: Pa
     assert after - before == 800  # every hit counted, none lost between threads
     assert sum(writes) == 800
     assert len(writes) <= 10  # batched: one SQLite write per flush, not one per hit
+
+
+def test_put_soon_serves_the_value_at_once_and_writes_it_to_disk_in_the_background(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    spec = small_spec(21)
+    result = compute._run_method(spec, 2.0, "cpu", "performer", (("features", 8),), 0)
+    release = threading.Event()
+    real_put_key = result_cache.put_key
+
+    def slow_put_key(full: str, value: object) -> bool:
+        release.wait(timeout=30)  # hold the writer: the value is not on disk yet
+        return real_put_key(full, value)
+
+    monkeypatch.setattr(result_cache, "put_key", slow_put_key)
+    result_cache.put_soon("run_method", (spec, "soon"), result)
+    full = result_cache.make_key("run_method", (spec, "soon"))
+    assert full not in diskcache.Cache(str(cache_dir))  # still waiting for the writer
+    assert result_cache.get("run_method", (spec, "soon")) is result  # served from memory meanwhile
+    release.set()
+    result_cache.flush_writes()
+    assert full in diskcache.Cache(str(cache_dir))  # another process sees it now
+    monkeypatch.setattr(result_cache, "put_key", real_put_key)
+    back = result_cache.get("run_method", (spec, "soon"))
+    assert back is not result  # decoded from disk
+    np.testing.assert_array_equal(back.attention, result.attention)
+
+
+def test_put_soon_writes_in_the_caller_when_the_writer_falls_behind(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(result_cache, "MAX_PENDING_WRITES", 0)  # the writer counts as full
+    result_cache.put_soon("numbers", ("behind",), {"x": np.arange(3.0)})
+    full = result_cache.make_key("numbers", ("behind",))
+    assert full in diskcache.Cache(str(cache_dir))  # written before put_soon returned

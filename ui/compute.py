@@ -228,7 +228,7 @@ def run_method(
         return hit
     result = _run_method(spec, beta, device_name, method, params, seed)
     if result.error_message is None:  # refusals are cheap to redo and may depend on the host's limits
-        result_cache.put("run_method", key, result)
+        result_cache.put_soon("run_method", key, result)
     return result
 
 

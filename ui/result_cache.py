@@ -17,6 +17,7 @@ LRU).
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import hashlib
 import importlib
@@ -215,6 +216,10 @@ def get(name: str, key: Any) -> Any | None:
 
 def get_key(full: str) -> Any | None:
     """``get`` by a key from ``make_key``."""
+    with _writes_lock:
+        pending = _pending_writes.get(full)
+    if pending is not None:  # computed here, still on its way to disk
+        return pending
     cache = get_cache()
     try:
         data = cache.get(full, default=None, retry=True)
@@ -254,6 +259,39 @@ def put_key(full: str, value: Any) -> bool:
     except diskcache.Timeout:
         return False
     return True
+
+
+MAX_PENDING_WRITES = 8  # beyond this many values waiting for the writer, put_soon writes in the caller (back-pressure)
+_writer = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="result-cache-writer")
+_pending_writes: dict[str, Any] = {}  # full key -> value not yet on disk (get_key serves it meanwhile)
+_writes_lock = threading.Lock()
+
+
+def put_soon(name: str, key: Any, value: Any) -> None:
+    """``put`` on a background writer thread: a page run does not wait for encoding and SQLite (about 0.1 s for a
+    Compare method's result on this 2-core machine). The value is read back from memory until it is on disk."""
+    full = make_key(name, key)
+    with _writes_lock:
+        write_here = len(_pending_writes) >= MAX_PENDING_WRITES
+        if not write_here:
+            _pending_writes[full] = value
+    if write_here:
+        put_key(full, value)
+        return
+    _writer.submit(_write_pending, full, value)
+
+
+def _write_pending(full: str, value: Any) -> None:
+    try:
+        put_key(full, value)
+    finally:
+        with _writes_lock:
+            _pending_writes.pop(full, None)
+
+
+def flush_writes() -> None:
+    """Wait until every ``put_soon`` value is on disk."""
+    _writer.submit(lambda: None).result()
 
 
 def _evict(cache: diskcache.Cache, limit: int) -> None:
@@ -339,6 +377,7 @@ def _flush_forever() -> None:
 def stats() -> dict[str, int]:
     """Hits and misses counted by every process on this cache, its size in bytes, and memory hits (engine calls
     that a process served from its own memory cache, so the disk cache never saw them)."""
+    flush_writes()
     cache = get_cache()
     hits, misses = cache.stats()
     flush_counters()
@@ -348,6 +387,7 @@ def stats() -> dict[str, int]:
 
 def clear() -> None:
     """Empty the cache and reset its statistics."""
+    flush_writes()
     cache = get_cache()
     cache.clear(retry=True)
     cache.stats(enable=True, reset=True)
