@@ -264,6 +264,11 @@ def show_figure(
             _export_buttons(fig, slug, key, png, png_label, data, data_note)
 
 
+def _download(label: str, data: Any, file_name: str, key: str, mime: str | None = None) -> None:
+    """One full-width button of the Export menu; pressing it does not rerun the page."""
+    st.download_button(label, data=data, file_name=file_name, mime=mime, key=key, on_click="ignore", width="stretch")
+
+
 def _export_buttons(
     fig: go.Figure,
     slug: str,
@@ -275,45 +280,31 @@ def _export_buttons(
 ) -> None:
     """The Export menu's contents: every button makes its bytes only when pressed."""
     if png is not None:
-        st.download_button(
-            png_label,
-            data=png,
-            file_name=f"{slug}.png",
-            mime="image/png",
-            key=f"png_{key}",
-            on_click="ignore",
-            width="stretch",
-        )
+        _download(png_label, png, f"{slug}.png", f"png_{key}", "image/png")
     static_formats = ("png", "svg") if chromium_path() else ()
     if not static_formats:
         st.caption("PNG/SVG of the figure: the server has no Chromium (Debian: apt-get install chromium).")
     for fmt in static_formats:
-        st.download_button(
+        _download(
             f"{fmt.upper()} (figure with axes, title and colour bar)",
-            data=lambda fmt=fmt: _static(fig, fmt),
-            file_name=f"{slug}.{fmt}",
-            mime="image/png" if fmt == "png" else "image/svg+xml",
-            key=f"{fmt}_figure_{key}",
-            on_click="ignore",
-            width="stretch",
+            lambda fmt=fmt: _static(fig, fmt),
+            f"{slug}.{fmt}",
+            f"{fmt}_figure_{key}",
+            "image/png" if fmt == "png" else "image/svg+xml",
         )
-    st.download_button(
+    _download(
         "HTML (interactive)",
-        data=lambda: fig.to_html(include_plotlyjs=True, full_html=True),
-        file_name=f"{slug}.html",
-        mime="text/html",
-        key=f"html_{key}",
-        on_click="ignore",
-        width="stretch",
+        lambda: fig.to_html(include_plotlyjs=True, full_html=True),
+        f"{slug}.html",
+        f"html_{key}",
+        "text/html",
     )
-    st.download_button(
+    _download(
         "HTML (light: loads plotly.js from its CDN)",
-        data=lambda: fig.to_html(include_plotlyjs="cdn", full_html=True),
-        file_name=f"{slug}_light.html",
-        mime="text/html",
-        key=f"html_light_{key}",
-        on_click="ignore",
-        width="stretch",
+        lambda: fig.to_html(include_plotlyjs="cdn", full_html=True),
+        f"{slug}_light.html",
+        f"html_light_{key}",
+        "text/html",
     )
     if data is not None:
 
@@ -327,30 +318,14 @@ def _export_buttons(
             if isinstance(data, Mapping) or callable(data)
             else "json"
         )
-        st.download_button(
-            f"Data ({ext.upper()})",
-            data=make_data,
-            file_name=f"{slug}.{ext}",
-            key=f"data_{key}",
-            on_click="ignore",
-            width="stretch",
-        )
+        _download(f"Data ({ext.upper()})", make_data, f"{slug}.{ext}", f"data_{key}")
     if data_note:
         st.caption(data_note)
     try:
         payload = json.dumps(settings_payload(), indent=2)
     except RuntimeError:  # used outside a ui.page
-        payload = None
-    if payload is not None:
-        st.download_button(
-            "Settings (JSON)",
-            data=payload,
-            file_name=f"{slug}_settings.json",
-            mime="application/json",
-            key=f"set_{key}",
-            on_click="ignore",
-            width="stretch",
-        )
+        return
+    _download("Settings (JSON)", payload, f"{slug}_settings.json", f"set_{key}", "application/json")
 
 
 def explain(text: str, formula: str | None = None, where: Any = None) -> None:
