@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import streamlit as st
 
 import ui
@@ -65,16 +63,14 @@ def results(s: ui.Settings, methods: list[str], log_colour: bool, view: str, res
     # Warm repeats cost up to a second per method, so they run on request; by default the column says "one cold run".
     warm = ui.toggle("Warm timings", "warm_times", False, help="Time each method again: median of up to 5 warm runs.")
     labels = {m: ui.method_label(m) for m in methods}
-    metrics_box, scrubber_box = st.container(), st.container()
-    cells: dict[str, Any] = {}
+    metrics_box = st.container()  # the error tiles, full width
     if view == "one":  # the exact map is drawn before the methods run, so the page has a picture at once
-        st.subheader(f"Head {s.head}: attention (top) and error against exact (bottom)")
-        columns = ["exact", *methods]
-        per_row = min(3, len(columns))
-        for start in range(0, len(columns), per_row):
-            cells.update(zip(columns[start : start + per_row], st.columns(per_row), strict=False))
-        with cells["exact"]:
+        exact_column, table_box = st.columns([1, 2])
+        with exact_column:
             exact_factor = panels.exact_cell(s, exact, resolution, log_colour)
+    else:
+        table_box = st.container()
+    scrubber_box = st.container()
     with metrics_box, st.spinner("Computing approximations…"):
         results = {method: s.run(method, params[method]) for method in methods}
         keys = {m: ui.params_key(params[m]) for m in methods}
@@ -84,13 +80,12 @@ def results(s: ui.Settings, methods: list[str], log_colour: bool, view: str, res
             for m, r in results.items() if not r.error_message
         }  # fmt: skip
     with metrics_box:
-        table = panels.metrics_section(s, results, labels, times, exact, warm)
+        table = panels.metrics_section(s, results, labels, times, exact, warm, table_where=table_box)
     with scrubber_box:  # the temperature scrubber (client-side)
         scrubber_section(s, methods, params)
     if view == "one":
-        for method in methods:
-            with cells[method]:
-                panels.method_cell(s, method, labels[method], results[method], params[method], resolution, log_colour)
+        st.subheader(f"Head {s.head}: each method's attention (top) and its error against exact (below)")
+        panels.methods_grid(s, methods, labels, results, params, resolution, log_colour)
         st.caption(
             ui.downsample_caption(s.n, exact_factor) + " Error maps: red = too much weight, blue = too little; the "
             "colour range is the 99th percentile of |error|, so the few largest errors saturate."

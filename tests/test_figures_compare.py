@@ -66,6 +66,44 @@ def test_heads_grid_has_one_cell_per_method_and_head() -> None:
     assert side == 96
 
 
+def test_method_grid_draws_each_method_over_its_error_with_its_own_axes_and_colour_bar() -> None:
+    from ui.figures import error_bound, heatmap
+
+    rng = np.random.default_rng(1)
+    maps = [
+        figs.MethodMaps(f"M{i}", rng.random((32, 32)), rng.normal(size=(32, 32)) * (i + 1), 2, f"error {i}")
+        for i in range(4)
+    ]
+    fig = figs.method_grid(maps, log_colour=True)
+    assert len(fig.data) == 8 and all(t.type == "heatmap" for t in fig.data)
+    axes = [(t.xaxis, t.yaxis) for t in fig.data]
+    assert len(set(axes)) == 8, "every map on its own pair of axes"
+    titles = [a.text for a in fig.layout.annotations]
+    assert titles == ["M0", "error 0", "M1", "error 1", "M2", "error 2", "M3", "error 3"]
+    for i, method in enumerate(maps):
+        attention, error = fig.data[2 * i], fig.data[2 * i + 1]
+        # the same numbers and colours as the single heatmap of that map
+        single = heatmap(method.attention, log=True, factor=2).data[0]
+        np.testing.assert_array_equal(attention.z, single.z)
+        assert attention.zmax == single.zmax and list(attention.x) == list(np.arange(32) * 2)
+        assert error.zmax == pytest.approx(error_bound(method.error)) and error.zmin == -error.zmax
+        assert f"M{i}" in error.hovertemplate and "error" in error.hovertemplate
+        # the attention map sits above its error map, in the same column; the colour bar right of the map
+        xa, ya = fig.layout[f"xaxis{'' if i == 0 else 2 * i + 1}"], fig.layout[f"yaxis{'' if i == 0 else 2 * i + 1}"]
+        xe, ye = fig.layout[f"xaxis{2 * i + 2}"], fig.layout[f"yaxis{2 * i + 2}"]
+        assert tuple(xa.domain) == tuple(xe.domain) and ya.domain[0] > ye.domain[1]
+        assert xa.domain[1] < attention.colorbar.x < (i % 3 + 1) / 3
+        assert ye.domain[0] < error.colorbar.y < ye.domain[1]
+    # a fourth method starts a second row of maps: four rows of heatmaps in all
+    assert len({tuple(fig.layout[f"yaxis{k}"].domain) for k in ["", *range(2, 9)]}) == 4
+
+
+def test_method_grid_keeps_one_method_at_a_readable_width() -> None:
+    one = figs.method_grid([figs.MethodMaps("A", np.ones((8, 8)), np.zeros((8, 8)), 1)], log_colour=False)
+    assert one.layout.xaxis.domain[1] <= 1 / 3
+    assert [a.text for a in one.layout.annotations] == ["A", "A − exact"]
+
+
 def sweep_result() -> dict:
     betas = np.array([10.0, 3.0, 1.0])
     return {

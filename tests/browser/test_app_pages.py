@@ -171,3 +171,36 @@ def test_export_menu_downloads_png_html_and_data(page: Page, app_server: str, tm
     np.testing.assert_allclose(arrays["attention"].sum(axis=1), 1.0, atol=1e-4)
     settings = json.loads(downloads["Settings (JSON)"])
     assert settings["params"]["n"] == "64" and "n=64" in settings["url"]
+
+
+def test_methods_grid_exports_one_chosen_map_at_full_resolution(page: Page, app_server: str, tmp_path: Path) -> None:
+    """The methods' figure (every attention map over its error) offers each map's own full-resolution exports."""
+    import io
+
+    import numpy as np
+
+    page.goto(f"{app_server}/Compare?n=64&heads=1&methods=performer&methods=local")
+    wait_for_app(page)
+    page.get_by_role("button", name="Export").nth(1).click()  # after the exact heatmap's: the methods' figure
+    menu = page.locator("[data-testid='stPopoverBody']")
+    menu.get_by_role("combobox").click()
+    page.get_by_role("option", name="Performer (FAVOR+): error").click()
+    wait_for_app(page)
+    downloads = {}
+    for label in ("PNG (full resolution)", "Data (NPZ)"):
+        with page.expect_download(timeout=60_000) as info:
+            menu.get_by_role("button", name=label).first.click()  # the chosen map's, above the figure's own
+        downloads[label] = info.value
+    name = downloads["Data (NPZ)"].suggested_filename
+    assert name.startswith("methods_attention_error_performer") and name.endswith("error.npz"), name
+    target = tmp_path / "error.npz"
+    downloads["Data (NPZ)"].save_as(target)
+    error = np.load(io.BytesIO(target.read_bytes()))["error"]
+    assert error.shape == (64, 64)
+    # Performer's rows are normalised like exact softmax rows, so each row of the error sums to zero.
+    np.testing.assert_allclose(error.sum(axis=1), 0.0, atol=1e-4)
+    assert np.abs(error).max() > 1e-3, "an approximation, not exact attention"
+    png_path = tmp_path / "error.png"
+    downloads["PNG (full resolution)"].save_as(png_path)
+    png = png_path.read_bytes()
+    assert (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")) == (64, 64)

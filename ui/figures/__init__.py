@@ -83,6 +83,75 @@ def png_bytes(a: np.ndarray, kind: str = "attention", log: bool = False, zmax: f
     return buffer.getvalue()
 
 
+def heatmap_trace(
+    a: np.ndarray,
+    *,
+    kind: str = "attention",
+    log: bool = False,
+    zmax: float | None = None,
+    factor: int = 1,
+    colorbar: bool = True,
+    x_label: str = "key j",
+    y_label: str = "query i",
+    hover_label: str = "value",
+    name: str | None = None,
+) -> dict[str, Any]:
+    """The heatmap trace (a plain dict) of ``heatmap``: colours, colour range, colour bar and hover text.
+
+    name: shown in the hover box (figures with several heatmaps say whose entry it is).
+    """
+    z = np.asarray(a, dtype=np.float32)
+    rows, cols = z.shape
+    extra = "" if name is None else name.replace("<", "&lt;")
+    hover = f"{y_label} %{{y}}, {x_label} %{{x}}<br>{hover_label} %{{z:.3g}}<extra>{extra}</extra>"
+    trace: dict[str, Any] = {"type": "heatmap", "x": np.arange(cols) * factor, "y": np.arange(rows) * factor}
+    if kind == "error":
+        bound = zmax if zmax is not None else error_bound(z)
+        trace.update(z=z, colorscale=ERROR_SCALE, zmin=-bound, zmax=bound, zmid=0, hovertemplate=hover)
+    elif kind == "mask":
+        trace.update(z=z, colorscale=MASK_SCALE, hovertemplate=hover)
+    elif log:
+        zl = np.log10(np.clip(z, LOG_FLOOR, None)).astype(np.float32)
+        top = float(np.nanmax(zl)) if zl.size else 0.0
+        ticks = list(range(int(np.log10(LOG_FLOOR)), int(np.ceil(top)) + 1))
+        trace.update(
+            z=zl,
+            colorscale=ATTENTION_SCALE,
+            zmin=np.log10(LOG_FLOOR),
+            zmax=zmax if zmax is not None else top,
+            colorbar={"tickvals": ticks, "ticktext": [f"1e{t}" for t in ticks]},
+            hovertemplate=f"{y_label} %{{y}}, {x_label} %{{x}}<br>log10 {hover_label} %{{z:.2f}}<extra>{extra}</extra>",
+        )
+    else:
+        trace.update(z=z, colorscale=ATTENTION_SCALE, zmax=zmax, hovertemplate=hover)
+        if kind != "signed":
+            trace["zmin"] = min(0.0, float(np.nanmin(z)))
+    trace["showscale"] = colorbar
+    trace["colorbar"] = {**trace.get("colorbar", {}), "thickness": 10, "len": 0.9}
+    return trace
+
+
+def heatmap_axes(x_label: str | None, y_label: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The x and y axes of a square heatmap with query 0 at the top (None: no axis title)."""
+    axis = {"constrain": "domain", "showgrid": False, "automargin": True}
+    xaxis: dict[str, Any] = {**axis}
+    yaxis: dict[str, Any] = {"autorange": "reversed", "scaleanchor": "x", **axis}
+    if x_label is not None:
+        xaxis["title"] = {"text": x_label, "standoff": 2}
+    if y_label is not None:
+        yaxis["title"] = {"text": y_label, "standoff": 2}
+    return xaxis, yaxis
+
+
+# The layout every heatmap figure shares.
+HEATMAP_LAYOUT = {
+    "template": "none",  # "plotly_white" costs ~70 ms per figure to validate; heatmaps need no grid
+    "plot_bgcolor": "white",
+    "paper_bgcolor": "white",
+    "font": {"color": "#31333F"},
+}
+
+
 def heatmap(
     a: np.ndarray,
     title: str = "",
@@ -105,56 +174,29 @@ def heatmap(
     signed (viridis over the full signed range). factor: block size used by the reduction, so the
     axes and hover show original query/key indices.
     """
-    z = np.asarray(a, dtype=np.float32)
-    rows, cols = z.shape
-    xs = np.arange(cols) * factor
-    ys = np.arange(rows) * factor
-    hover = f"{y_label} %{{y}}, {x_label} %{{x}}<br>{hover_label} %{{z:.3g}}<extra></extra>"
-    trace: dict[str, Any] = {"type": "heatmap", "x": xs, "y": ys}
-    if kind == "error":
-        bound = zmax if zmax is not None else error_bound(z)
-        trace.update(z=z, colorscale=ERROR_SCALE, zmin=-bound, zmax=bound, zmid=0, hovertemplate=hover)
-    elif kind == "mask":
-        trace.update(z=z, colorscale=MASK_SCALE, hovertemplate=hover)
-    elif log:
-        zl = np.log10(np.clip(z, LOG_FLOOR, None)).astype(np.float32)
-        top = float(np.nanmax(zl)) if zl.size else 0.0
-        ticks = list(range(int(np.log10(LOG_FLOOR)), int(np.ceil(top)) + 1))
-        trace.update(
-            z=zl,
-            colorscale=ATTENTION_SCALE,
-            zmin=np.log10(LOG_FLOOR),
-            zmax=zmax if zmax is not None else top,
-            colorbar={"tickvals": ticks, "ticktext": [f"1e{t}" for t in ticks]},
-            hovertemplate=f"{y_label} %{{y}}, {x_label} %{{x}}<br>log10 {hover_label} %{{z:.2f}}<extra></extra>",
-        )
-    else:
-        trace.update(z=z, colorscale=ATTENTION_SCALE, zmax=zmax, hovertemplate=hover)
-        if kind != "signed":
-            trace["zmin"] = min(0.0, float(np.nanmin(z)))
-    trace["showscale"] = colorbar
-    trace["colorbar"] = {**trace.get("colorbar", {}), "thickness": 10, "len": 0.9}
-    axis = {"constrain": "domain", "showgrid": False, "automargin": True}
-    xaxis: dict[str, Any] = {"title": {"text": x_label, "standoff": 2}, **axis}
-    yaxis: dict[str, Any] = {
-        "title": {"text": y_label, "standoff": 2},
-        "autorange": "reversed",
-        "scaleanchor": "x",
-        **axis,
-    }
+    trace = heatmap_trace(
+        a,
+        kind=kind,
+        log=log,
+        zmax=zmax,
+        factor=factor,
+        colorbar=colorbar,
+        x_label=x_label,
+        y_label=y_label,
+        hover_label=hover_label,
+    )
+    rows = trace["z"].shape[0]
+    xaxis, yaxis = heatmap_axes(x_label, y_label)
     if labels is not None and factor == 1 and len(labels) == rows and rows <= 64:
-        xaxis.update(tickvals=xs, ticktext=labels, tickangle=-60, tickfont={"size": 9})
-        yaxis.update(tickvals=ys, ticktext=labels, tickfont={"size": 9})
+        xaxis.update(tickvals=trace["x"], ticktext=labels, tickangle=-60, tickfont={"size": 9})
+        yaxis.update(tickvals=trace["y"], ticktext=labels, tickfont={"size": 9})
     layout = {
         "title": {"text": title, "font": {"size": 14}},
         "height": height,
         "margin": {"l": 10, "r": 10, "t": 36, "b": 10},
         "xaxis": xaxis,
         "yaxis": yaxis,
-        "template": "none",  # "plotly_white" costs ~70 ms per figure to validate; heatmaps need no grid
-        "plot_bgcolor": "white",
-        "paper_bgcolor": "white",
-        "font": {"color": "#31333F"},
+        **HEATMAP_LAYOUT,
     }
     # One validated construction from plain dicts: ~1 ms, against ~10 ms for property-by-property updates, and a
     # Compare rerun draws seven heatmaps.
@@ -238,6 +280,7 @@ def show_figure(
     where: Any = None,
     png_label: str = "PNG",
     data_note: str | None = None,
+    parts: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> None:
     """Draw a Plotly figure with an Export menu: PNG, interactive HTML, the data (CSV/NPZ) and the settings.
 
@@ -246,6 +289,8 @@ def show_figure(
     data: a DataFrame (CSV), a dict of arrays (NPZ), or a callable returning such a dict (made only when the
     button is pressed: use it for full-resolution numbers). data_note: a line under the data button saying what
     it holds (or why it holds less, e.g. a refusal by the server limits).
+    parts: for a figure of several maps, each map's own exports by name (the keyword arguments png, png_label,
+    data, data_note); the menu offers one map at a time, chosen in a select box.
     """
     where = where or st
     key = key or name
@@ -261,12 +306,35 @@ def show_figure(
     menu = row[1].popover("Export", icon=":material/download:", width="content", key=f"export_{key}", on_change="rerun")
     with menu:
         if menu.open:
+            if parts:
+                _part_buttons(parts, slug, key)
             _export_buttons(fig, slug, key, png, png_label, data, data_note)
 
 
 def _download(label: str, data: Any, file_name: str, key: str, mime: str | None = None) -> None:
     """One full-width button of the Export menu; pressing it does not rerun the page."""
     st.download_button(label, data=data, file_name=file_name, mime=mime, key=key, on_click="ignore", width="stretch")
+
+
+def _part_buttons(parts: Mapping[str, Mapping[str, Any]], slug: str, key: str) -> None:
+    """One map of a several-map figure: its full-resolution PNG and data (the chosen one's only)."""
+    name = st.selectbox("Map", list(parts), key=f"part_{key}")
+    chosen = parts[name]
+    part_slug = "".join(ch if ch.isalnum() else "_" for ch in name).strip("_").lower() or "map"
+    if chosen.get("png") is not None:
+        label = chosen.get("png_label", "PNG")
+        _download(label, chosen["png"], f"{slug}_{part_slug}.png", f"part_png_{key}", "image/png")
+    data = chosen.get("data")
+    if data is not None:
+        _download(
+            "Data (NPZ)",
+            lambda: _data_bytes(data() if callable(data) else data)[0],
+            f"{slug}_{part_slug}.npz",
+            f"part_data_{key}",
+        )
+    if chosen.get("data_note"):
+        st.caption(chosen["data_note"])
+    st.divider()
 
 
 def _export_buttons(

@@ -27,9 +27,18 @@ def method_knobs(s: ui.Settings, methods: list[str]) -> dict[str, dict[str, Any]
 
 
 def metrics_section(
-    s: ui.Settings, results: dict[str, Any], labels: dict[str, str], times: dict[str, str], exact: Any, warm: bool
+    s: ui.Settings,
+    results: dict[str, Any],
+    labels: dict[str, str],
+    times: dict[str, str],
+    exact: Any,
+    warm: bool,
+    table_where: Any = None,
 ) -> pd.DataFrame:
-    """Errors as metric tiles (the best marked), the full table, and a caption on timing and entropy."""
+    """Errors as metric tiles (the best marked), the full table, and a caption on timing and entropy.
+
+    table_where: where the table and its caption go (default: under the tiles)."""
+    table_where = table_where or st
     st.subheader("Metrics at equal budget")
     for method, res in results.items():
         if res.error_message:
@@ -48,10 +57,10 @@ def metrics_section(
     if not rows:
         return table
     number_format = {c: st.column_config.NumberColumn(format="%.4g") for c in figs.number_columns(table)}
-    st.dataframe(table, hide_index=True, width="stretch", column_config=number_format)
+    table_where.dataframe(table, hide_index=True, width="stretch", column_config=number_format)
     exact_warm = timing.warm_timing(s.spec, s.beta, s.device_name, "exact", (), s.seed) if warm else None
     exact_time = timing.describe(exact_warm, exact.seconds)
-    st.caption(
+    table_where.caption(
         f"Exact attention stores n² = {s.n * s.n:,} numbers per head and took {exact_time} on {exact.device}. "
         + (
             "Times are the median of a few warm runs after one warm-up, ± half the interquartile range; settings "
@@ -85,20 +94,48 @@ def exact_cell(s: ui.Settings, exact: Any, resolution: int, log_colour: bool) ->
     return factor
 
 
-def method_cell(
-    s: ui.Settings, method: str, label: str, res: Any, params: dict[str, Any], resolution: int, log_colour: bool
+def methods_grid(
+    s: ui.Settings,
+    methods: list[str],
+    labels: dict[str, str],
+    results: dict[str, Any],
+    params: dict[str, dict[str, Any]],
+    resolution: int,
+    log_colour: bool,
 ) -> None:
-    """A method's attention heatmap of the shown head, its error against exact, and its head's numbers."""
+    """Each method's attention map of the shown head over its error against exact, all in one figure; the
+    Export menu offers every map at full resolution, one at a time."""
     head = s.head
-    if res.error_message:
-        st.caption(f"{label}: no map (its error is shown above).")
+    maps, parts, shown = [], {}, {}
+    for method in methods:
+        res, label = results[method], labels[method]
+        if res.error_message:
+            st.caption(f"{label}: no map (its error is shown above).")
+            continue
+        attention, factor = figs.shrink(s.sorted(res.attention[head]), resolution, res.factor, "max")
+        error, _ = figs.shrink(s.sorted(res.error[head]), resolution, res.factor, "absmax")
+        metrics = res.metrics
+        maps.append(
+            figs.MethodMaps(
+                label,
+                attention,
+                error,
+                factor,
+                f"error {metrics['attention_error'][head]:.3f} · KL {metrics['row_kl'][head]:.3f}",
+            )
+        )
+        for kind, shown_map in (("attention", attention), ("error", error)):
+            exports = downloads.heatmap_exports(s, method, params[method], head, kind, shown_map, log_colour)
+            parts[f"{label}: {kind}"] = exports
+        shown[f"{method}_attention"], shown[f"{method}_error"] = attention, error
+    if not maps:
         return
-    shown, factor = figs.shrink(s.sorted(res.attention[head]), resolution, res.factor, "max")
-    fig = ui.heatmap(shown, label, factor=factor, log=log_colour)
-    extra = downloads.heatmap_exports(s, method, params, head, "attention", shown, log_colour)
-    ui.show_figure(fig, f"{method}_attention", key=f"{method}_att", **extra)
-    err, _ = figs.shrink(s.sorted(res.error[head]), resolution, res.factor, "absmax")
-    efig = ui.heatmap(err, f"{label} − exact", kind="error", factor=factor, hover_label="error")
-    extra = downloads.heatmap_exports(s, method, params, head, "error", err, log_colour)
-    ui.show_figure(efig, f"{method}_error", key=f"{method}_err", **extra)
-    st.caption(f"head {head}: error {res.metrics['attention_error'][head]:.3f}, KL {res.metrics['row_kl'][head]:.3f}")
+    fig = figs.method_grid(maps, log_colour)
+    ui.show_figure(
+        fig,
+        "methods_attention_error",
+        key="methods",
+        parts=parts,
+        data=shown,
+        data_note="Data: every map as shown (block-reduced). Choose a map above for its full resolution.",
+    )
