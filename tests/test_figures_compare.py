@@ -78,10 +78,15 @@ def test_method_grid_draws_each_method_over_its_error_with_its_own_axes_and_colo
     assert len(fig.data) == 8 and all(t.type == "heatmap" for t in fig.data)
     axes = [(t.xaxis, t.yaxis) for t in fig.data]
     assert len(set(axes)) == 8, "every map on its own pair of axes"
-    titles = [a.text for a in fig.layout.annotations]
-    assert titles == ["M0", "error 0", "M1", "error 1", "M2", "error 2", "M3", "error 3"]
+    titles = [a.text for a in fig.layout.annotations]  # one per map, in the order of the traces
+    assert sorted(titles) == sorted([f"M{i}" for i in range(4)] + [f"error {i}" for i in range(4)])
+
+    def axes_of(trace: object) -> tuple[object, object]:
+        x, y = trace.xaxis, trace.yaxis  # type: ignore[attr-defined]
+        return fig.layout[f"xaxis{x[1:]}"], fig.layout[f"yaxis{y[1:]}"]
+
     for i, method in enumerate(maps):
-        attention, error = fig.data[2 * i], fig.data[2 * i + 1]
+        attention, error = fig.data[titles.index(f"M{i}")], fig.data[titles.index(f"error {i}")]
         # the same numbers and colours as the single heatmap of that map
         single = heatmap(method.attention, log=True, factor=2).data[0]
         np.testing.assert_array_equal(attention.z, single.z)
@@ -89,8 +94,7 @@ def test_method_grid_draws_each_method_over_its_error_with_its_own_axes_and_colo
         assert error.zmax == pytest.approx(error_bound(method.error)) and error.zmin == -error.zmax
         assert f"M{i}" in error.hovertemplate and "error" in error.hovertemplate
         # the attention map sits above its error map, in the same column; the colour bar right of the map
-        xa, ya = fig.layout[f"xaxis{'' if i == 0 else 2 * i + 1}"], fig.layout[f"yaxis{'' if i == 0 else 2 * i + 1}"]
-        xe, ye = fig.layout[f"xaxis{2 * i + 2}"], fig.layout[f"yaxis{2 * i + 2}"]
+        (xa, ya), (xe, ye) = axes_of(attention), axes_of(error)
         assert tuple(xa.domain) == tuple(xe.domain) and ya.domain[0] > ye.domain[1]
         assert xa.domain[1] < attention.colorbar.x < (i % 3 + 1) / 3
         assert ye.domain[0] < error.colorbar.y < ye.domain[1]

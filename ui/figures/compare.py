@@ -15,7 +15,7 @@ from plotly.subplots import make_subplots
 
 from core import compare
 from ui.compute import block_reduce
-from ui.figures import HEATMAP_LAYOUT, heatmap_axes, heatmap_trace, line_figure, method_colour
+from ui.figures import GridCell, heatmap_grid, line_figure, method_colour
 
 # ------------------------------------------------------------------ Compare
 
@@ -73,12 +73,6 @@ class MethodMaps:
     error_title: str = ""  # the error map's title (default "<label> − exact"), e.g. with the head's error
 
 
-# Pixel sizes of the methods grid: one row of attention maps over one row of error maps per row of methods.
-GRID_TITLE_PX = 30  # a map's title above it
-GRID_AXES_PX = 44  # tick labels and the axis title below a map
-GRID_COLORBAR = 0.26  # share of a column's width kept for the map's colour bar and its tick labels
-
-
 def method_grid(maps: Sequence[MethodMaps], log_colour: bool, *, per_row: int = 3) -> go.Figure:
     """Every method's attention (top) and error against exact (below it) as one figure of square heatmaps.
 
@@ -86,69 +80,25 @@ def method_grid(maps: Sequence[MethodMaps], log_colour: bool, *, per_row: int = 
     observers) is paid once per rerun. Each map keeps its own colour bar, range and hover text.
     """
     columns = max(3, min(per_row, len(maps)))  # one or two methods keep the width of a three-method row
-    pairs = max(1, -(-len(maps) // columns))
-    rows = 2 * pairs
-    map_px = 260 if columns == 3 else 200  # about the width a map gets in a ~1000 px wide main area
-    row_px = map_px + GRID_TITLE_PX + GRID_AXES_PX
-    top, bottom = 10, 0
-    plot_px = rows * row_px
-    width = 1.0 / columns
-    traces: list[dict[str, Any]] = []
-    layout: dict[str, Any] = {
-        "height": plot_px + top + bottom,
-        "margin": {"l": 10, "r": 10, "t": top, "b": bottom},
-        "showlegend": False,
-        "annotations": [],
-        **HEATMAP_LAYOUT,
-    }
-    for index, method in enumerate(maps):
-        column, pair = index % columns, index // columns
-        for part in range(2):  # 0: attention, 1: error
-            k = 1 + 2 * index + part
-            row = 2 * pair + part
-            x0 = column * width
-            y_top = 1 - (row * row_px + GRID_TITLE_PX) / plot_px
-            y_bottom = 1 - ((row + 1) * row_px - GRID_AXES_PX) / plot_px
-            x_name, y_name = ("x", "y") if k == 1 else (f"x{k}", f"y{k}")
-            error = part == 1
-            title = (method.error_title or f"{method.label} − exact") if error else method.label
-            trace = heatmap_trace(
-                method.error if error else method.attention,
-                kind="error" if error else "attention",
-                log=log_colour and not error,
-                factor=method.factor,
-                hover_label="error" if error else "value",
-                name=f"{method.label} − exact" if error else method.label,
-            )
-            trace["colorbar"].update(
-                x=x0 + width * (1 - GRID_COLORBAR) + 0.005,
-                xanchor="left",
-                y=(y_top + y_bottom) / 2,
-                yanchor="middle",
-                len=(y_top - y_bottom) * 0.95,
-            )
-            traces.append({**trace, "xaxis": x_name, "yaxis": y_name})
-            xaxis, yaxis = heatmap_axes("key j" if error else None, None)  # "query i": on the exact map and in hovers
-            xaxis.update(domain=[x0 + 0.01, x0 + width * (1 - GRID_COLORBAR)], anchor=y_name)
-            yaxis.update(domain=[y_bottom, y_top], anchor=x_name, scaleanchor=x_name)
-            if column:  # positions read off the first column; a tick label here would sit on the colour bar
-                yaxis["showticklabels"] = False
-            layout[f"xaxis{'' if k == 1 else k}"] = xaxis
-            layout[f"yaxis{'' if k == 1 else k}"] = yaxis
-            layout["annotations"].append(
-                {
-                    "text": title,
-                    "x": x0 + width * (1 - GRID_COLORBAR) / 2,
-                    "y": y_top,
-                    "xref": "paper",
-                    "yref": "paper",
-                    "xanchor": "center",
-                    "yanchor": "bottom",
-                    "showarrow": False,
-                    "font": {"size": 14},
-                }
-            )
-    return go.Figure({"data": traces, "layout": layout})
+    rows: list[list[GridCell | None]] = []
+    for start in range(0, len(maps), columns):
+        group = maps[start : start + columns]
+        rows.append([GridCell(m.label, m.attention, log=log_colour, factor=m.factor, name=m.label) for m in group])
+        rows.append(
+            [
+                GridCell(
+                    m.error_title or f"{m.label} − exact",
+                    m.error,
+                    kind="error",
+                    factor=m.factor,
+                    hover_label="error",
+                    name=f"{m.label} − exact",
+                    x_title=True,
+                )
+                for m in group
+            ]
+        )
+    return heatmap_grid(rows, columns=columns)
 
 
 def heads_grid(
