@@ -85,7 +85,7 @@ def results(s: ui.Settings, methods: list[str], log_colour: bool, view: str, res
         scrubber_section(s, methods, params)
     if view == "one":
         st.subheader(f"Head {s.head}: each method's attention (top) and its error against exact (below)")
-        panels.methods_grid(s, methods, labels, results, params, resolution, log_colour)
+        panels.method_cells(s, methods, labels, results, params, resolution, log_colour)
         st.caption(
             ui.downsample_caption(s.n, exact_factor) + " Error maps: red = too much weight, blue = too little; the "
             "colour range is the 99th percentile of |error|, so the few largest errors saturate."

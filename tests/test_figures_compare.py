@@ -66,46 +66,43 @@ def test_heads_grid_has_one_cell_per_method_and_head() -> None:
     assert side == 96
 
 
-def test_method_grid_draws_each_method_over_its_error_with_its_own_axes_and_colour_bar() -> None:
+def test_method_figure_draws_the_attention_map_over_its_error_with_its_own_colour_bars() -> None:
     from ui.figures import error_bound, heatmap
 
     rng = np.random.default_rng(1)
-    maps = [
-        figs.MethodMaps(f"M{i}", rng.random((32, 32)), rng.normal(size=(32, 32)) * (i + 1), 2, f"error {i}")
-        for i in range(4)
-    ]
-    fig = figs.method_grid(maps, log_colour=True)
-    assert len(fig.data) == 8 and all(t.type == "heatmap" for t in fig.data)
-    axes = [(t.xaxis, t.yaxis) for t in fig.data]
-    assert len(set(axes)) == 8, "every map on its own pair of axes"
-    titles = [a.text for a in fig.layout.annotations]  # one per map, in the order of the traces
-    assert sorted(titles) == sorted([f"M{i}" for i in range(4)] + [f"error {i}" for i in range(4)])
-
-    def axes_of(trace: object) -> tuple[object, object]:
-        x, y = trace.xaxis, trace.yaxis  # type: ignore[attr-defined]
-        return fig.layout[f"xaxis{x[1:]}"], fig.layout[f"yaxis{y[1:]}"]
-
-    for i, method in enumerate(maps):
-        attention, error = fig.data[titles.index(f"M{i}")], fig.data[titles.index(f"error {i}")]
-        # the same numbers and colours as the single heatmap of that map
-        single = heatmap(method.attention, log=True, factor=2).data[0]
-        np.testing.assert_array_equal(attention.z, single.z)
-        assert attention.zmax == single.zmax and list(attention.x) == list(np.arange(32) * 2)
-        assert error.zmax == pytest.approx(error_bound(method.error)) and error.zmin == -error.zmax
-        assert f"M{i}" in error.hovertemplate and "error" in error.hovertemplate
-        # the attention map sits above its error map, in the same column; the colour bar right of the map
-        (xa, ya), (xe, ye) = axes_of(attention), axes_of(error)
-        assert tuple(xa.domain) == tuple(xe.domain) and ya.domain[0] > ye.domain[1]
-        assert xa.domain[1] < attention.colorbar.x < (i % 3 + 1) / 3
-        assert ye.domain[0] < error.colorbar.y < ye.domain[1]
-    # a fourth method starts a second row of maps: four rows of heatmaps in all
-    assert len({tuple(fig.layout[f"yaxis{k}"].domain) for k in ["", *range(2, 9)]}) == 4
+    maps = figs.MethodMaps("M", rng.random((32, 32)), rng.normal(size=(32, 32)), 2, "error 0.5")
+    fig = figs.method_figure(maps, log_colour=True)
+    attention, error = fig.data
+    assert [a.text for a in fig.layout.annotations] == ["M", "error 0.5"]
+    # the same numbers and colours as the single heatmap of that map
+    single = heatmap(maps.attention, log=True, factor=2).data[0]
+    np.testing.assert_array_equal(attention.z, single.z)
+    assert attention.zmax == single.zmax and list(attention.x) == list(np.arange(32) * 2)
+    assert error.zmax == pytest.approx(error_bound(maps.error)) and error.zmin == -error.zmax
+    assert "M − exact" in error.hovertemplate and "error" in error.hovertemplate
+    # attention above error, same column; each colour bar right of its map and level with it
+    assert (attention.xaxis, attention.yaxis, error.xaxis, error.yaxis) == ("x", "y", "x2", "y2")
+    xa, ya, xe, ye = fig.layout.xaxis, fig.layout.yaxis, fig.layout.xaxis2, fig.layout.yaxis2
+    assert tuple(xa.domain) == tuple(xe.domain) and ya.domain[0] > ye.domain[1]
+    assert xa.domain[1] < attention.colorbar.x < 1 and ya.domain[0] < attention.colorbar.y < ya.domain[1]
+    assert ye.domain[0] < error.colorbar.y < ye.domain[1]
+    assert fig.layout.xaxis2.title.text == "key j" and not fig.layout.xaxis.title.text
 
 
-def test_method_grid_keeps_one_method_at_a_readable_width() -> None:
-    one = figs.method_grid([figs.MethodMaps("A", np.ones((8, 8)), np.zeros((8, 8)), 1)], log_colour=False)
-    assert one.layout.xaxis.domain[1] <= 1 / 3
-    assert [a.text for a in one.layout.annotations] == ["A", "A − exact"]
+def test_heatmap_grid_places_rows_and_columns_and_leaves_empty_cells_empty() -> None:
+    from ui.figures import GridCell, heatmap_grid
+
+    z = np.eye(8)
+    rows = [[GridCell("a", z), GridCell("b", z), GridCell("c", z)], [GridCell("d", z), None, GridCell("f", z)]]
+    fig = heatmap_grid(rows, columns=3)
+    assert [a.text for a in fig.layout.annotations] == ["a", "b", "c", "d", "f"] and len(fig.data) == 5
+    x_of = [tuple(fig.layout[f"xaxis{t.xaxis[1:]}"].domain) for t in fig.data]
+    y_of = [tuple(fig.layout[f"yaxis{t.yaxis[1:]}"].domain) for t in fig.data]
+    assert x_of[0] == x_of[3] and x_of[2] == x_of[4] and x_of[0][1] < x_of[1][0] < x_of[1][1] < x_of[2][0]
+    assert y_of[0] == y_of[1] == y_of[2] and y_of[3] == y_of[4] and y_of[3][1] < y_of[0][0]
+    # tick labels of positions only in the first column (elsewhere they would sit on a colour bar)
+    shown = [fig.layout[f"yaxis{t.yaxis[1:]}"].showticklabels for t in fig.data]
+    assert shown == [None, False, False, None, False]
 
 
 def sweep_result() -> dict:

@@ -57,7 +57,10 @@ Figures and export
     ``ui.downsample_caption(n, factor)``); ``ui.line_figure(title, x, y)`` for curves (add traces with
     ``ui.method_colour(i)``). ``ui.show_figure(fig, name, data=..., png=callable)`` draws it with an Export menu:
     full-resolution PNG (``png=lambda: ui.png_bytes(full_matrix, kind)``), HTML, data as CSV (DataFrame) or NPZ
-    (dict of arrays, or a callable returning one), and settings JSON.
+    (dict of arrays, or a callable returning one), and settings JSON. Several maps side by side go in one
+    figure, ``ui.heatmap_grid([[ui.GridCell(title, z, kind=...), ...], ...], columns=3)`` (one chart draws
+    faster than many), with ``show_figure(..., parts={map name: {"png": ..., "data": ...}})`` for each map's
+    own exports.
 
 Explanations
     ``ui.explain(text, latex)``: 2-3 plain sentences and the formula. Keep one per view.
@@ -89,9 +92,11 @@ from ui.compute import (
     params_key,
 )
 from ui.figures import (
+    GridCell,
     downsample_caption,
     explain,
     heatmap,
+    heatmap_grid,
     line_figure,
     method_colour,
     png_bytes,
@@ -147,6 +152,7 @@ __all__ = [
     "choice",
     "device_control",
     "display",
+    "GridCell",
     "downsample_caption",
     "estimate_seconds",
     "explain",
@@ -156,6 +162,7 @@ __all__ = [
     "fragment_rerun",
     "fmt_fraction",
     "heatmap",
+    "heatmap_grid",
     "hidden_keys",
     "int_input",
     "int_slider",

@@ -173,15 +173,15 @@ def test_export_menu_downloads_png_html_and_data(page: Page, app_server: str, tm
     assert settings["params"]["n"] == "64" and "n=64" in settings["url"]
 
 
-def test_methods_grid_exports_one_chosen_map_at_full_resolution(page: Page, app_server: str, tmp_path: Path) -> None:
-    """The methods' figure (every attention map over its error) offers each map's own full-resolution exports."""
+def test_method_figure_exports_one_chosen_map_at_full_resolution(page: Page, app_server: str, tmp_path: Path) -> None:
+    """A method's figure (its attention map over its error) offers each map's own full-resolution exports."""
     import io
 
     import numpy as np
 
     page.goto(f"{app_server}/Compare?n=64&heads=1&methods=performer&methods=local")
     wait_for_app(page)
-    page.get_by_role("button", name="Export").nth(1).click()  # after the exact heatmap's: the methods' figure
+    page.get_by_role("button", name="Export").nth(1).click()  # after the exact heatmap's: Performer's maps
     menu = page.locator("[data-testid='stPopoverBody']")
     menu.get_by_role("combobox").click()
     page.get_by_role("option", name="Performer (FAVOR+): error").click()
@@ -192,7 +192,7 @@ def test_methods_grid_exports_one_chosen_map_at_full_resolution(page: Page, app_
             menu.get_by_role("button", name=label).first.click()  # the chosen map's, above the figure's own
         downloads[label] = info.value
     name = downloads["Data (NPZ)"].suggested_filename
-    assert name.startswith("methods_attention_error_performer") and name.endswith("error.npz"), name
+    assert name.startswith("performer_maps_performer") and name.endswith("error.npz"), name
     target = tmp_path / "error.npz"
     downloads["Data (NPZ)"].save_as(target)
     error = np.load(io.BytesIO(target.read_bytes()))["error"]

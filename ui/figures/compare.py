@@ -73,32 +73,19 @@ class MethodMaps:
     error_title: str = ""  # the error map's title (default "<label> − exact"), e.g. with the head's error
 
 
-def method_grid(maps: Sequence[MethodMaps], log_colour: bool, *, per_row: int = 3) -> go.Figure:
-    """Every method's attention (top) and error against exact (below it) as one figure of square heatmaps.
-
-    One chart instead of two per method: the browser's fixed cost per chart (layout, theme pass, resize
-    observers) is paid once per rerun. Each map keeps its own colour bar, range and hover text.
-    """
-    columns = max(3, min(per_row, len(maps)))  # one or two methods keep the width of a three-method row
-    rows: list[list[GridCell | None]] = []
-    for start in range(0, len(maps), columns):
-        group = maps[start : start + columns]
-        rows.append([GridCell(m.label, m.attention, log=log_colour, factor=m.factor, name=m.label) for m in group])
-        rows.append(
-            [
-                GridCell(
-                    m.error_title or f"{m.label} − exact",
-                    m.error,
-                    kind="error",
-                    factor=m.factor,
-                    hover_label="error",
-                    name=f"{m.label} − exact",
-                    x_title=True,
-                )
-                for m in group
-            ]
-        )
-    return heatmap_grid(rows, columns=columns)
+def method_figure(maps: MethodMaps, log_colour: bool) -> go.Figure:
+    """A method's attention map (top) over its error against exact, as one figure of two square heatmaps."""
+    attention = GridCell(maps.label, maps.attention, log=log_colour, factor=maps.factor, name=maps.label)
+    error = GridCell(
+        maps.error_title or f"{maps.label} − exact",
+        maps.error,
+        kind="error",
+        factor=maps.factor,
+        hover_label="error",
+        name=f"{maps.label} − exact",
+        x_title=True,
+    )
+    return heatmap_grid([[attention], [error]], columns=1)
 
 
 def heads_grid(

@@ -94,7 +94,7 @@ def exact_cell(s: ui.Settings, exact: Any, resolution: int, log_colour: bool) ->
     return factor
 
 
-def methods_grid(
+def method_cells(
     s: ui.Settings,
     methods: list[str],
     labels: dict[str, str],
@@ -103,39 +103,31 @@ def methods_grid(
     resolution: int,
     log_colour: bool,
 ) -> None:
-    """Each method's attention map of the shown head over its error against exact, all in one figure; the
-    Export menu offers every map at full resolution, one at a time."""
+    """Each method's attention map of the shown head over its error against exact: one figure per method, three
+    to a row. Two maps to a chart halves the browser's per-chart cost on a slider move, and a method knob redraws
+    only its own method's chart (the others' figures do not change)."""
     head = s.head
-    maps, parts, shown = [], {}, {}
     for method in methods:
-        res, label = results[method], labels[method]
-        if res.error_message:
-            st.caption(f"{label}: no map (its error is shown above).")
-            continue
-        attention, factor = figs.shrink(s.sorted(res.attention[head]), resolution, res.factor, "max")
-        error, _ = figs.shrink(s.sorted(res.error[head]), resolution, res.factor, "absmax")
-        metrics = res.metrics
-        maps.append(
-            figs.MethodMaps(
-                label,
-                attention,
-                error,
-                factor,
-                f"error {metrics['attention_error'][head]:.3f} · KL {metrics['row_kl'][head]:.3f}",
+        if results[method].error_message:
+            st.caption(f"{labels[method]}: no map (its error is shown above).")
+    ok = [m for m in methods if not results[m].error_message]
+    for start in range(0, len(ok), 3):
+        for column, method in zip(st.columns(3), ok[start : start + 3], strict=False):
+            res, label = results[method], labels[method]
+            attention, factor = figs.shrink(s.sorted(res.attention[head]), resolution, res.factor, "max")
+            error, _ = figs.shrink(s.sorted(res.error[head]), resolution, res.factor, "absmax")
+            title = f"error {res.metrics['attention_error'][head]:.3f} · KL {res.metrics['row_kl'][head]:.3f}"
+            fig = figs.method_figure(figs.MethodMaps(label, attention, error, factor, title), log_colour)
+            parts = {
+                f"{label}: {kind}": downloads.heatmap_exports(s, method, params[method], head, kind, shown, log_colour)
+                for kind, shown in (("attention", attention), ("error", error))
+            }
+            ui.show_figure(
+                fig,
+                f"{method}_maps",
+                key=f"{method}_maps",
+                parts=parts,
+                data={"attention": attention, "error": error},
+                data_note="Data: both maps as shown (block-reduced). Choose a map above for its full resolution.",
+                where=column,
             )
-        )
-        for kind, shown_map in (("attention", attention), ("error", error)):
-            exports = downloads.heatmap_exports(s, method, params[method], head, kind, shown_map, log_colour)
-            parts[f"{label}: {kind}"] = exports
-        shown[f"{method}_attention"], shown[f"{method}_error"] = attention, error
-    if not maps:
-        return
-    fig = figs.method_grid(maps, log_colour)
-    ui.show_figure(
-        fig,
-        "methods_attention_error",
-        key="methods",
-        parts=parts,
-        data=shown,
-        data_note="Data: every map as shown (block-reduced). Choose a map above for its full resolution.",
-    )

@@ -133,22 +133,28 @@ def split_section(
     )
     log_colour = view.options.log_colour
     matrices = {"exact": exact_map, "naive_minus": parts["naive_sum"] - parts["attention"]}
-    for start in (0, 3):
-        cols = st.columns(3)
-        for col, (name, title, kind) in zip(cols, SPLIT_VIEWS[start : start + 3], strict=True):
-            matrix = matrices[name] if name in matrices else parts[name]
-            with col:
-                drawn, drawn_factor = view.shown(matrix, "absmax" if kind == "error" else "max")
-                fig = ui.heatmap(
-                    drawn, title, kind=kind, log=log_colour and kind == "attention", factor=drawn_factor, height=330
-                )
-                ui.show_figure(
-                    fig,
-                    f"split_{name}",
-                    data={name: matrix},
-                    key=f"split_{name}",
-                    png=lambda m=matrix, k=kind: ui.png_bytes(m, k, log=log_colour and k == "attention"),
-                )
+    cells: list[ui.GridCell | None] = []
+    exports: dict[str, dict[str, Any]] = {}
+    for name, title, kind in SPLIT_VIEWS:
+        matrix = matrices[name] if name in matrices else parts[name]
+        log = log_colour and kind == "attention"
+        drawn, drawn_factor = view.shown(matrix, "absmax" if kind == "error" else "max")
+        cells.append(ui.GridCell(title, drawn, kind=kind, log=log, factor=drawn_factor, name=title, x_title=True))
+        exports[title] = {
+            "png": lambda m=matrix, k=kind, lg=log: ui.png_bytes(m, k, log=lg),
+            "png_label": "PNG (full resolution)",
+            "data": {name: matrix},
+        }
+    # One figure of six maps (two rows of three) instead of six charts: the browser draws it in one pass.
+    fig = ui.heatmap_grid([cells[:3], cells[3:]], columns=3)
+    ui.show_figure(
+        fig,
+        "split",
+        key="split",
+        parts=exports,
+        data=lambda: {name: matrices[name] if name in matrices else parts[name] for name, _, _ in SPLIT_VIEWS},
+        data_note="Data: all six maps of the shown head, as the engine returned them.",
+    )
     if summary is not None:
         _split_metrics(summary)
         _verdict(summary)
