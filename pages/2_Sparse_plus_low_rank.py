@@ -14,29 +14,45 @@ ui.page("Sparse + low rank", icon=":material/join_inner:", url_path="Sparse_plus
 s = ui.sidebar(max_n=1024, defaults=sparse_lowrank.PAGE_DEFAULTS)
 panels.intro()
 
-params = controls.scatterbrain_knobs(s)
-head = s.head
-exact = s.exact()
-exact_head = exact.attention[head] if not exact.reduced else None
-names = ("support_rounds", "support", "sparse", "low_rank", "naive_sum", "attention")
-with st.spinner("Splitting Scatterbrain into its parts…"):
-    parts = s.parts("scatterbrain", params, names)
-factor = int(parts["factor"])
-summary = None  # Scatterbrain vs the naive sum, at full resolution only
-if exact_head is not None and factor == 1:
-    arrays = s.inputs()
-    logits = sparse_lowrank.head_logits(arrays.q[head], arrays.k[head], s.beta)
-    raw = s.parts("scatterbrain", params, ("unnormalized_low_rank",))["unnormalized_low_rank"]
-    summary = sparse_lowrank.correction_summary(
-        exact_head, parts["attention"], parts["naive_sum"], parts["support"], raw, logits, params.get("features", 0)
-    )
-exact_map = ui.display(exact_head)
-view = panels.MapView(s, factor, controls.map_controls())
 
-panels.support_section(view, params, parts, summary)
-panels.split_section(view, parts, exact_map, summary)
-split_scrubber_section(s, params)  # the same split at every temperature, animated in the browser
-panels.rpca_section(s, exact_head, view.options.log_colour)
-panels.spectrum_section(s, exact_head, parts["low_rank"] if factor == 1 else None)
-panels.fig4_section(s)
+@st.fragment
+def scatterbrain_sections(s: ui.Settings) -> None:
+    """Sections 1-4, everything Scatterbrain's knobs and the map controls drive: a knob reruns these, not the
+    sidebar or Fig. 4."""
+    params = controls.scatterbrain_knobs(s)
+    head = s.head
+    exact = s.exact()
+    exact_head = exact.attention[head] if not exact.reduced else None
+    names = ("support_rounds", "support", "sparse", "low_rank", "naive_sum", "attention")
+    with st.spinner("Splitting Scatterbrain into its parts…"):
+        parts = s.parts("scatterbrain", params, names)
+    factor = int(parts["factor"])
+    summary = None  # Scatterbrain vs the naive sum, at full resolution only
+    if exact_head is not None and factor == 1:
+        arrays = s.inputs()
+        logits = sparse_lowrank.head_logits(arrays.q[head], arrays.k[head], s.beta)
+        raw = s.parts("scatterbrain", params, ("unnormalized_low_rank",))["unnormalized_low_rank"]
+        summary = sparse_lowrank.correction_summary(
+            exact_head, parts["attention"], parts["naive_sum"], parts["support"], raw, logits, params.get("features", 0)
+        )
+    exact_map = ui.display(exact_head)
+    view = panels.MapView(s, factor, controls.map_controls())
+
+    panels.support_section(view, params, parts, summary)
+    panels.split_section(view, parts, exact_map, summary)
+    split_scrubber_section(s, params)  # the same split at every temperature, animated in the browser
+    panels.rpca_section(s, exact_head, view.options.log_colour)
+    panels.spectrum_section(s, exact_head, parts["low_rank"] if factor == 1 else None)
+    ui.finish_fragment()
+
+
+@st.fragment
+def fig4(s: ui.Settings) -> None:
+    """Section 5 has its own sliders: moving one reruns only this section."""
+    panels.fig4_section(s)
+    ui.finish_fragment(share=False)
+
+
+scatterbrain_sections(s)
+fig4(s)
 ui.finish()

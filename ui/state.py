@@ -831,15 +831,20 @@ def fragment_rerun() -> bool:
     return current().finished
 
 
-def finish_fragment() -> None:
+def finish_fragment(share: bool = True) -> None:
     """End of a page's ``st.fragment`` section: redraw the share link with the fragment's controls, and on a
-    fragment rerun show new notices inside the fragment (the page's notice box is outside it)."""
+    fragment rerun show new notices inside the fragment (the page's notice box is outside it).
+
+    share: False for every fragment of a page but one, which draws the share box (a page has one); the others'
+    controls reach the browser's URL at once and the share box on the next full run.
+    """
     state = current()
     if state.finished:
         notices = _session()["notices"].get(state.page, [])
         if notices:
             st.warning("  \n".join(["**Some settings were adjusted:**", *(f"- {m}" for m in notices)]), icon="⚠️")
-    draw_share_link(state)
+    if share:
+        draw_share_link(state)
 
 
 def _render_notices(state: PageState) -> None:

@@ -79,3 +79,31 @@ def test_method_knob_reruns_only_the_results_fragment(page: Page, app_server: st
     page.wait_for_timeout(500)
     assert "FINISHED_SUCCESSFULLY" in endings, endings
     assert "performer_features=8" in share_link(page), "a full run dropped the fragment's knob from the link"
+
+
+def test_sparse_plus_low_rank_fig4_sliders_rerun_only_fig4(page: Page, app_server: str) -> None:
+    """Fig. 4 has its own sliders and its own fragment: moving one reruns that section, not the split above it."""
+    endings = record_run_endings(page)
+    page.goto(f"{app_server}/Sparse_plus_low_rank?n=64")
+    wait_for_app(page)
+    assert "FINISHED_SUCCESSFULLY" in endings, endings
+    split_metric = page.locator("[data-testid='stMetric']").filter(has_text="Scatterbrain error").first
+    split_before = split_metric.locator("[data-testid='stMetricValue']").inner_text()
+    endings.clear()
+    slider = page.get_by_role("slider", name="d (unit vectors)")
+    assert "f4_d=" not in page.url  # the default is not written
+    slider.focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_url(lambda url: "f4_d=" in url, timeout=30_000)
+    wait_for_app(page)
+    page.wait_for_timeout(500)
+    assert endings and set(endings) == {"FINISHED_FRAGMENT_RUN_SUCCESSFULLY"}, endings
+    assert split_metric.locator("[data-testid='stMetricValue']").inner_text() == split_before
+
+    # A Scatterbrain knob's section is a fragment of its own too: the map resolution reruns it, not the page.
+    endings.clear()
+    page.get_by_text("256", exact=True).first.click()
+    page.wait_for_url(lambda url: "res=256" in url, timeout=30_000)
+    wait_for_app(page)
+    page.wait_for_timeout(500)
+    assert endings and set(endings) == {"FINISHED_FRAGMENT_RUN_SUCCESSFULLY"}, endings
