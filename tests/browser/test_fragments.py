@@ -102,7 +102,8 @@ def test_sparse_plus_low_rank_fig4_sliders_rerun_only_fig4(page: Page, app_serve
 
     # A Scatterbrain knob's section is a fragment of its own too: the map resolution reruns it, not the page.
     endings.clear()
-    page.get_by_text("256", exact=True).first.click()
+    pixels = page.locator("[data-testid='stRadio']").filter(has_text="Heatmap pixels")
+    pixels.get_by_text("256", exact=True).click()
     page.wait_for_url(lambda url: "res=256" in url, timeout=30_000)
     wait_for_app(page)
     page.wait_for_timeout(500)
