@@ -51,10 +51,25 @@ except core.ParameterError as exc:
 if view.info.get("notice"):
     ui.notice(f"**Budget**: {view.info['notice']}")
 
+
+# Two sections have controls of their own (the log colour of the maps; the rows of the error): each is a fragment,
+# so its control reruns that section, not the sidebar, the VCC run and the other figures.
+@st.fragment
+def heatmaps() -> None:
+    panels.heatmaps(view, s.head, s.n, tokens)
+    ui.finish_fragment(share=False)  # the share box is drawn by ui.finish at the end of a full run
+
+
+@st.fragment
+def error_vs_budget() -> None:
+    panels.error_vs_budget(s, controls, view.compressed_length(s.head), error_sweep)
+    ui.finish_fragment(share=False)
+
+
 panels.summary(view, s.head, s.heads, s.n)
 panels.selection_tree(view, tokens)
-panels.heatmaps(view, s.head, s.n, tokens)
-panels.error_vs_budget(s, controls, view.compressed_length(s.head), error_sweep)
+heatmaps()
+error_vs_budget()
 cost = vcc_study.cost_curve(
     vcc_study.COST_LENGTHS, s.d, s.d, controls.n_p, controls.mode, controls.block_size, controls.budget
 )

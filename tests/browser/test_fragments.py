@@ -108,3 +108,27 @@ def test_sparse_plus_low_rank_fig4_sliders_rerun_only_fig4(page: Page, app_serve
     wait_for_app(page)
     page.wait_for_timeout(500)
     assert endings and set(endings) == {"FINISHED_FRAGMENT_RUN_SUCCESSFULLY"}, endings
+
+
+def test_vcc_section_controls_rerun_only_their_section(page: Page, app_server: str) -> None:
+    """VCC's log colour reruns only its heatmaps and the error's rows only the error-vs-budget section."""
+    endings = record_run_endings(page)
+    page.goto(f"{app_server}/VCC?n=64")
+    wait_for_app(page)
+    assert "FINISHED_SUCCESSFULLY" in endings, endings
+    for label, url_part in (("Log colour scale", "logc=false"), ("all rows", "rows=all")):
+        endings.clear()
+        page.get_by_text(label, exact=True).first.click()
+        page.wait_for_url(lambda url, part=url_part: part in url, timeout=30_000)
+        wait_for_app(page)
+        page.wait_for_timeout(500)
+        assert endings and set(endings) == {"FINISHED_FRAGMENT_RUN_SUCCESSFULLY"}, (url_part, endings)
+    # A sidebar control is outside both fragments: the whole page runs again, and the share box keeps both values.
+    endings.clear()
+    page.get_by_role("slider", name="Temperature τ").focus()
+    page.keyboard.press("ArrowRight")
+    wait_for_app(page)
+    page.wait_for_timeout(500)
+    assert "FINISHED_SUCCESSFULLY" in endings, endings
+    link = page.locator("[data-testid='stSidebar'] [data-testid='stCode']").last.inner_text()
+    assert "logc=false" in link and "rows=all" in link, link
