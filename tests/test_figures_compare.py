@@ -70,8 +70,8 @@ def test_method_figure_draws_the_attention_map_over_its_error_with_its_own_colou
     from ui.figures import error_bound, heatmap
 
     rng = np.random.default_rng(1)
-    maps = figs.MethodMaps("M", rng.random((32, 32)), rng.normal(size=(32, 32)), 2, "error 0.5")
-    fig = figs.method_figure(maps, log_colour=True)
+    maps = SimpleNamespace(attention=rng.random((32, 32)), error=rng.normal(size=(32, 32)))
+    fig = figs.method_figure("M", maps.attention, maps.error, 2, log_colour=True, error_title="error 0.5")
     attention, error = fig.data
     assert [a.text for a in fig.layout.annotations] == ["M", "error 0.5"]
     # the same numbers and colours as the single heatmap of that map

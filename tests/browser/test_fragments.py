@@ -44,6 +44,16 @@ def share_link(page: Page) -> str:
     return page.locator("[data-testid='stSidebar'] [data-testid='stCode']").first.inner_text()
 
 
+def move_sidebar_temperature(page: Page, endings: list[str]) -> None:
+    """One step of the sidebar's temperature slider, which is outside every fragment: a full run must follow."""
+    endings.clear()
+    page.get_by_role("slider", name="Temperature τ").focus()
+    page.keyboard.press("ArrowRight")
+    wait_for_app(page)
+    page.wait_for_timeout(500)
+    assert "FINISHED_SUCCESSFULLY" in endings, endings
+
+
 def test_method_knob_reruns_only_the_results_fragment(page: Page, app_server: str) -> None:
     endings = record_run_endings(page)
     page.goto(f"{app_server}/Compare?n=256&methods=performer&methods=lsh")
@@ -72,12 +82,7 @@ def test_method_knob_reruns_only_the_results_fragment(page: Page, app_server: st
     assert "performer_features=8" in page.url
 
     # A sidebar control is outside the fragment: the whole page runs again.
-    endings.clear()
-    page.get_by_role("slider", name="Temperature τ").focus()
-    page.keyboard.press("ArrowRight")
-    wait_for_app(page)
-    page.wait_for_timeout(500)
-    assert "FINISHED_SUCCESSFULLY" in endings, endings
+    move_sidebar_temperature(page, endings)
     assert "performer_features=8" in share_link(page), "a full run dropped the fragment's knob from the link"
 
 
@@ -124,11 +129,6 @@ def test_vcc_section_controls_rerun_only_their_section(page: Page, app_server: s
         page.wait_for_timeout(500)
         assert endings and set(endings) == {"FINISHED_FRAGMENT_RUN_SUCCESSFULLY"}, (url_part, endings)
     # A sidebar control is outside both fragments: the whole page runs again, and the share box keeps both values.
-    endings.clear()
-    page.get_by_role("slider", name="Temperature τ").focus()
-    page.keyboard.press("ArrowRight")
-    wait_for_app(page)
-    page.wait_for_timeout(500)
-    assert "FINISHED_SUCCESSFULLY" in endings, endings
-    link = page.locator("[data-testid='stSidebar'] [data-testid='stCode']").last.inner_text()
+    move_sidebar_temperature(page, endings)
+    link = share_link(page)
     assert "logc=false" in link and "rows=all" in link, link

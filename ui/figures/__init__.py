@@ -374,7 +374,7 @@ def show_figure(
     """
     where = where or st
     key = key or name
-    slug = "".join(ch if ch.isalnum() else "_" for ch in name).strip("_").lower() or "figure"
+    slug = _slug(name, "figure")
     if presenter_mode():
         fig = presenter_figure(fig)
     where.plotly_chart(fig, theme=None, config=PLOTLY_CONFIG, key=f"chart_{key}", width="stretch")
@@ -391,6 +391,11 @@ def show_figure(
             _export_buttons(fig, slug, key, png, png_label, data, data_note)
 
 
+def _slug(name: str, default: str) -> str:
+    """A file-name stem from a figure's or map's name: letters and digits, the rest as underscores."""
+    return "".join(ch if ch.isalnum() else "_" for ch in name).strip("_").lower() or default
+
+
 def _download(label: str, data: Any, file_name: str, key: str, mime: str | None = None) -> None:
     """One full-width button of the Export menu; pressing it does not rerun the page."""
     st.download_button(label, data=data, file_name=file_name, mime=mime, key=key, on_click="ignore", width="stretch")
@@ -400,7 +405,7 @@ def _part_buttons(parts: Mapping[str, Mapping[str, Any]], slug: str, key: str) -
     """One map of a several-map figure: its full-resolution PNG and data (the chosen one's only)."""
     name = st.selectbox("Map", list(parts), key=f"part_{key}")
     chosen = parts[name]
-    part_slug = "".join(ch if ch.isalnum() else "_" for ch in name).strip("_").lower() or "map"
+    part_slug = _slug(name, "map")
     if chosen.get("png") is not None:
         label = chosen.get("png_label", "PNG")
         _download(label, chosen["png"], f"{slug}_{part_slug}.png", f"part_png_{key}", "image/png")

@@ -5,7 +5,6 @@ all-heads grid, the temperature sweep chart and the per-head scatter. No Streaml
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -62,30 +61,28 @@ def shrink(a: np.ndarray, resolution: int, base: int, mode: str) -> tuple[np.nda
     return block_reduce(a, extra, mode), base * extra
 
 
-@dataclass(frozen=True)
-class MethodMaps:
-    """One method's shown head on Compare: its (block-reduced) attention and error against exact."""
-
-    label: str
-    attention: np.ndarray
-    error: np.ndarray
-    factor: int  # block size of the reduction, in original positions
-    error_title: str = ""  # the error map's title (default "<label> − exact"), e.g. with the head's error
-
-
-def method_figure(maps: MethodMaps, log_colour: bool) -> go.Figure:
-    """A method's attention map (top) over its error against exact, as one figure of two square heatmaps."""
-    attention = GridCell(maps.label, maps.attention, log=log_colour, factor=maps.factor, name=maps.label)
-    error = GridCell(
-        maps.error_title or f"{maps.label} − exact",
-        maps.error,
-        kind="error",
-        factor=maps.factor,
-        hover_label="error",
-        name=f"{maps.label} − exact",
-        x_title=True,
+def method_figure(
+    label: str, attention: np.ndarray, error: np.ndarray, factor: int, log_colour: bool, error_title: str = ""
+) -> go.Figure:
+    """A method's (block-reduced) attention map (top) over its error against exact, as one figure of two square
+    heatmaps. factor: block size of the reduction; error_title: default "<label> − exact"."""
+    return heatmap_grid(
+        [
+            [GridCell(label, attention, log=log_colour, factor=factor, name=label)],
+            [
+                GridCell(
+                    error_title or f"{label} − exact",
+                    error,
+                    kind="error",
+                    factor=factor,
+                    hover_label="error",
+                    name=f"{label} − exact",
+                    x_title=True,
+                )
+            ],
+        ],
+        columns=1,
     )
-    return heatmap_grid([[attention], [error]], columns=1)
 
 
 def heads_grid(

@@ -117,7 +117,7 @@ def method_cells(
             attention, factor = figs.shrink(s.sorted(res.attention[head]), resolution, res.factor, "max")
             error, _ = figs.shrink(s.sorted(res.error[head]), resolution, res.factor, "absmax")
             title = f"error {res.metrics['attention_error'][head]:.3f} · KL {res.metrics['row_kl'][head]:.3f}"
-            fig = figs.method_figure(figs.MethodMaps(label, attention, error, factor, title), log_colour)
+            fig = figs.method_figure(label, attention, error, factor, log_colour, title)
             parts = {
                 f"{label}: {kind}": downloads.heatmap_exports(s, method, params[method], head, kind, shown, log_colour)
                 for kind, shown in (("attention", attention), ("error", error))
