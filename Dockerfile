@@ -38,4 +38,4 @@ VOLUME ["/cache"]
 EXPOSE 8501
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8501/_stcore/health', timeout=4)"]
-ENTRYPOINT ["streamlit", "run", "app.py", "--server.headless", "true", "--server.address", "0.0.0.0", "--server.port", "8501", "--server.fileWatcherType", "none"]
+ENTRYPOINT ["streamlit", "run", "deploy/serve.py", "--server.headless", "true", "--server.address", "0.0.0.0", "--server.port", "8501", "--server.fileWatcherType", "none"]

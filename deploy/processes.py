@@ -94,7 +94,16 @@ def wait_healthy(processes: Sequence[Process], timeout_s: float) -> None:
             time.sleep(0.2)
 
 
-def app_command(port: int, script: str = "app.py", python: str = sys.executable) -> list[str]:
+SERVER_SCRIPT = "deploy/serve.py"  # st.App around app.py (see deploy/serve.py)
+
+
+def server_script(root: Path = REPO_ROOT) -> str:
+    """What ``streamlit run`` starts in the tree at ``root``: deploy/serve.py, or app.py in trees older than it (a
+    benchmark's baseline commit)."""
+    return SERVER_SCRIPT if (root / SERVER_SCRIPT).is_file() else "app.py"
+
+
+def app_command(port: int, script: str = SERVER_SCRIPT, python: str = sys.executable) -> list[str]:
     """The README's app command (headless, loopback, no file watcher) on ``port``."""
     return [
         python, "-m", "streamlit", "run", script,
@@ -107,7 +116,7 @@ def app_command(port: int, script: str = "app.py", python: str = sys.executable)
 def app_server(
     root: Path = REPO_ROOT,
     *,
-    script: str = "app.py",
+    script: str | None = None,
     env: Mapping[str, str] | None = None,
     timeout_s: float = 90.0,
     keep_log: bool = False,
@@ -118,7 +127,9 @@ def app_server(
     handle, name = tempfile.mkstemp(prefix=f"streamlit-{port}-", suffix=".log")
     os.close(handle)
     log_path = Path(name)
-    server = spawn(f"app :{port}", app_command(port, script), log_path, url, env or os.environ, cwd=root)
+    server = spawn(
+        f"app :{port}", app_command(port, script or server_script(root)), log_path, url, env or os.environ, cwd=root
+    )
     try:
         wait_healthy([server], timeout_s)
         yield server

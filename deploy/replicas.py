@@ -4,7 +4,7 @@
     python -m deploy.replicas --print-config --server app1:8501 --server app2:8501 --listen 80 \\
         --error-log /dev/stderr --access-log /dev/stdout --temp-dir /tmp   # a config for another host
 
-The launcher starts N ``streamlit run app.py`` processes on free 127.0.0.1 ports, all with the same
+The launcher starts N ``streamlit run deploy/serve.py`` processes on free 127.0.0.1 ports, all with the same
 ``ATTN_EXPLORER_CACHE_DIR`` (so a result computed by one is a cache hit on the others) and the same cookie secret,
 renders ``deploy/nginx.conf.template`` into a run directory, starts ``nginx`` there as a foreground (no root needed)
 process, waits until every replica and the proxy answer ``/_stcore/health``, and on exit (Ctrl-C, SIGTERM, or
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
-from deploy.processes import Process, free_port, spawn, stop, wait_healthy
+from deploy.processes import SERVER_SCRIPT, Process, free_port, spawn, stop, wait_healthy
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = Path(__file__).with_name("nginx.conf.template")
@@ -174,7 +174,7 @@ def deployment(
         for share in shares:
             replica_port = free_port()
             command = ["taskset", "--cpu-list", ",".join(map(str, share))] if share else []
-            command += [python, "-m", "streamlit", "run", "app.py", "--server.headless", "true"]
+            command += [python, "-m", "streamlit", "run", SERVER_SCRIPT, "--server.headless", "true"]
             command += ["--server.address", "127.0.0.1", "--server.port", str(replica_port)]
             command += ["--server.fileWatcherType", "none"]
             result.replicas.append(

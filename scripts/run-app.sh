@@ -12,4 +12,4 @@ export STREAMLIT_SERVER_HEADLESS="${STREAMLIT_SERVER_HEADLESS:-true}"
 export STREAMLIT_BROWSER_GATHER_USAGE_STATS="${STREAMLIT_BROWSER_GATHER_USAGE_STATS:-false}"
 # No file watcher: it would watch .venv too and flood the log with inotify warnings; restart to reload code.
 export STREAMLIT_SERVER_FILE_WATCHER_TYPE="${STREAMLIT_SERVER_FILE_WATCHER_TYPE:-none}"
-exec "$VENV/bin/python" -m streamlit run app.py "$@"
+exec "$VENV/bin/python" -m streamlit run deploy/serve.py "$@"

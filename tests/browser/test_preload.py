@@ -1,0 +1,37 @@
+"""The served app (deploy/serve.py) starts loading the Plotly chunk before Streamlit has even connected.
+
+Without the head start the browser asks for it only after the websocket is open and the first chart's message has
+arrived. With it, the request comes from the page document, so it precedes the websocket; the chunk is fetched
+once (Streamlit's own lazy import reuses the module), the chart draws and no script error is raised. (Streamlit's
+own probes of `<page>/_stcore/health` answer 404 with or without it, and its icon font link is offline here; those
+"Failed to load resource" lines are not script errors.)
+"""
+
+from __future__ import annotations
+
+from playwright.sync_api import Page
+
+from .helpers import wait_for_app
+
+
+def test_a_page_asks_for_the_plotly_chunk_before_streamlit_connects(page: Page, app_server: str) -> None:
+    events: list[str] = []
+    errors: list[str] = []
+    page.on("request", lambda request: events.append("plotly") if "/PlotlyChart." in request.url else None)
+    page.on("websocket", lambda ws: events.append("websocket"))
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on(
+        "console",
+        lambda message: (
+            errors.append(message.text)
+            if message.type == "error" and not message.text.startswith("Failed to load resource")
+            else None
+        ),
+    )
+    page.goto(f"{app_server}/Compare?n=128&methods=nystrom")
+    wait_for_app(page)
+    page.locator("[data-testid='stPlotlyChart'] .main-svg").first.wait_for(timeout=60_000)
+    assert "plotly" in events and "websocket" in events, events
+    assert events.index("plotly") < events.index("websocket"), events
+    assert events.count("plotly") == 1, events
+    assert not errors, errors
