@@ -7,7 +7,7 @@ import streamlit as st
 
 import ui
 from core import rank_heads_study as study
-from ui.controls.rank_heads import rank_heads_controls
+from ui.controls.rank_heads import RankHeadsControls, rank_heads_controls
 from ui.figures import rank_heads as figs
 from ui.panels import rank_heads as panels
 from ui.sidebar import navigation
@@ -45,7 +45,11 @@ with tab_grid:
         ui.show_figure(figs.training_curves(curves), "training_curves", key="curves")
         panels.numbers_table(table)
 
-with tab_n:
+
+# Each tab below with controls of its own is a fragment: its control reruns that tab, not the grid or the sidebar.
+@st.fragment
+def n_sweep_tab(c: RankHeadsControls) -> None:
+    d = c.settings.d
     panels.n_sweep_intro(d)
     n_values = [int(n) for n in ui.multiselect("N values", "nsweep", N_SWEEP, ["2", "4", "16", "64"])]
     found = panels.train_n_sweep(c, study.n_sweep_cells(d, n_values))
@@ -54,8 +58,12 @@ with tab_n:
         fig = figs.error_vs_n(d, {run: v.error for run, v in found.items()})
         ui.show_figure(fig, "error_vs_n", data=frame, key="vs_n")
         st.dataframe(frame.pivot(index="N", columns="setting", values="error"), width="stretch")
+    ui.finish_fragment(share=False)
 
-with tab_c:
+
+@st.fragment
+def construction_tab(c: RankHeadsControls) -> None:
+    d = c.settings.d
     st.markdown(panels.FACT1_TEXT)
     c_points = ui.int_slider("N for this panel", "cpoints", 2, 256, 16, help="Fact 1 draws N i.i.d. points.")
     if panels.fact_one_allowed(d, c_points):
@@ -69,12 +77,24 @@ with tab_c:
         data = pd.DataFrame({"c": cc.c, "error": cc.error, "entropy_nats": cc.entropy})
         ui.show_figure(figs.fact_one(cc, d, c_points), "fact1_temperature", data=data, key="fact1")
         panels.fact_one_line(cc)
+    ui.finish_fragment(share=False)
 
-with tab_theory:
+
+@st.fragment
+def theory_tab(d: int) -> None:
     st.markdown(panels.THEORY_TEXT)
     eps = ui.log_slider("Target error ε", "eps", [0.05, 0.1, 0.15, 0.2, 0.3], 0.1, help="For Theorem 2(ii).")
     ui.show_figure(figs.theorem_shapes(d, study.theorem_shapes(d, eps)), "theorem_shapes", key="theory")
     st.caption(panels.THEORY_CAPTION)
+    ui.finish_fragment(share=False)
+
+
+with tab_n:
+    n_sweep_tab(c)
+with tab_c:
+    construction_tab(c)
+with tab_theory:
+    theory_tab(d)
 
 with tab_paper:
     st.markdown(panels.PAPER_TEXT)

@@ -132,3 +132,25 @@ def test_vcc_section_controls_rerun_only_their_section(page: Page, app_server: s
     move_sidebar_temperature(page, endings)
     link = share_link(page)
     assert "logc=false" in link and "rows=all" in link, link
+
+
+def test_rank_vs_heads_tab_controls_rerun_only_their_tab(page: Page, app_server: str) -> None:
+    """Rank vs heads: the Theorem shapes tab's ε slider reruns that tab (its chart changes), not the page."""
+    endings = record_run_endings(page)
+    page.goto(f"{app_server}/Rank_vs_heads")
+    wait_for_app(page)
+    assert "FINISHED_SUCCESSFULLY" in endings, endings
+    page.get_by_role("tab", name="Theorem shapes").click()
+    shapes = (
+        "() => JSON.stringify([...document.querySelectorAll('.js-plotly-plot')]"
+        ".filter(p => p.offsetParent !== null).map(p => p.data.map(t => t.y)))"
+    )
+    before = page.evaluate(shapes)
+    endings.clear()
+    page.get_by_role("slider", name="Target error ε").focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_url(lambda url: "eps=" in url, timeout=30_000)
+    wait_for_app(page)
+    page.wait_for_timeout(500)
+    assert endings and set(endings) == {"FINISHED_FRAGMENT_RUN_SUCCESSFULLY"}, endings
+    assert page.evaluate(shapes) != before, "the ε slider did not change the theorem shapes"
