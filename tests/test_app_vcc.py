@@ -57,7 +57,12 @@ def test_page_renders_with_tree_heatmaps_and_sweep() -> None:
     traces = tree_traces(at)
     assert {"refined (split)", "leaf = compressed row", "VIP token (exact)"} <= set(traces)
     assert count(traces["VIP token (exact)"]) == 8
-    assert len(at.get("plotly_chart")) >= 6  # tree, 3 heatmaps, error vs budget, cost, storage tree
+    charts = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    assert len(charts) >= 5  # tree, the three maps (one figure), error vs budget, cost, storage tree
+    maps = [c for c in charts if [t["type"] for t in c["data"]] == ["heatmap"] * 3]
+    assert len(maps) == 1, "exact, VCC and their difference should share one figure"
+    titles = [a["text"] for a in maps[0]["layout"]["annotations"]]
+    assert titles == ["Exact softmax", "VCC (tiles = blocks)", "VCC − exact"]
     subheaders = [h.value for h in at.subheader]
     assert any("Error vs budget" in h for h in subheaders)
     assert any("storage tree" in h.lower() for h in subheaders)

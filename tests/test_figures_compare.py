@@ -105,6 +105,29 @@ def test_heatmap_grid_places_rows_and_columns_and_leaves_empty_cells_empty() -> 
     assert shown == [None, False, False, None, False]
 
 
+def test_heatmap_grid_puts_a_real_models_tokens_on_the_axes_and_makes_room_for_them() -> None:
+    from ui.figures import GridCell, heatmap, heatmap_grid
+
+    tokens = [f"tok{i}" for i in range(8)]
+    z = np.eye(8)
+    plain = heatmap_grid([[GridCell("a", z), GridCell("b", z)]], columns=2)
+    fig = heatmap_grid([[GridCell("a", z, labels=tokens), GridCell("b", z, labels=tokens)]], columns=2)
+    for k in ("", "2"):
+        assert list(fig.layout[f"xaxis{k}"].ticktext) == tokens
+    assert list(fig.layout.yaxis.ticktext) == tokens and fig.layout.yaxis2.showticklabels is False
+    # the same ticks as the single heatmap draws, and the maps keep their size: the figure grows below them
+    single = heatmap(z, labels=tokens)
+    assert list(fig.layout.xaxis.tickvals) == list(single.layout.xaxis.tickvals)
+    assert fig.layout.height > plain.layout.height
+    map_px = lambda f: (f.layout.yaxis.domain[1] - f.layout.yaxis.domain[0]) * (f.layout.height - 10)  # noqa: E731
+    assert map_px(fig) == pytest.approx(map_px(plain))
+    # no word labels on block-reduced maps or past 64 positions (they would not fit)
+    reduced = heatmap_grid([[GridCell("a", z, labels=tokens, factor=2)]], columns=1)
+    assert reduced.layout.xaxis.ticktext is None
+    big = heatmap_grid([[GridCell("a", np.eye(80), labels=[str(i) for i in range(80)])]], columns=1)
+    assert big.layout.xaxis.ticktext is None
+
+
 def sweep_result() -> dict:
     betas = np.array([10.0, 3.0, 1.0])
     return {

@@ -130,7 +130,9 @@ def test_dockerfile_runs_the_app_on_cpu_as_non_root_with_a_health_check() -> Non
     assert not re.search(r"^USER 0\s*$", dockerfile, flags=re.M)
     assert re.search(r"^EXPOSE 8501\s*$", dockerfile, flags=re.M)
     assert re.search(r'CMD \["python", "-c", ".*/_stcore/health', dockerfile), "HEALTHCHECK must be exec form"
-    assert re.search(r'^ENTRYPOINT \["streamlit", "run", "deploy/serve.py", "--server.headless", "true"', dockerfile, flags=re.M)
+    assert re.search(
+        r'^ENTRYPOINT \["streamlit", "run", "deploy/serve.py", "--server.headless", "true"', dockerfile, flags=re.M
+    )
 
 
 def test_dockerignore_keeps_everything_the_app_needs() -> None:
@@ -139,7 +141,17 @@ def test_dockerignore_keeps_everything_the_app_needs() -> None:
         for line in (REPO_ROOT / ".dockerignore").read_text().splitlines()
         if line.strip() and not line.startswith("#")
     ]
-    needed = ["app.py", "deploy/serve.py", "requirements.txt", "core", "core/approximators/exact.py", "ui", "pages", "app_pages", "assets"]
+    needed = [
+        "app.py",
+        "deploy/serve.py",
+        "requirements.txt",
+        "core",
+        "core/approximators/exact.py",
+        "ui",
+        "pages",
+        "app_pages",
+        "assets",
+    ]
     for path in needed:
         for pattern in patterns:
             assert not fnmatch.fnmatch(path, pattern.lstrip("/")), f".dockerignore pattern {pattern!r} drops {path}"
@@ -165,7 +177,9 @@ def test_gpu_dockerfile_uses_cuda_torch_python_3_11_as_non_root_with_a_health_ch
     assert "uv python install 3.11" in dockerfile and "uv venv --python 3.11" in dockerfile
     assert re.search(r"^USER [1-9][0-9]*\s*$", dockerfile, re.M)
     assert re.search(r'CMD \["python", "-c", ".*/_stcore/health', dockerfile)
-    assert re.search(r'^ENTRYPOINT \["streamlit", "run", "deploy/serve.py", "--server.headless", "true"', dockerfile, re.M)
+    assert re.search(
+        r'^ENTRYPOINT \["streamlit", "run", "deploy/serve.py", "--server.headless", "true"', dockerfile, re.M
+    )
 
 
 def _nginx_or_skip() -> None:

@@ -37,8 +37,11 @@ StreamlitServer = Process  # name, url, process, log_path, log_tail()
 
 
 @contextmanager
-def streamlit_server(script: str | None = None, *, timeout_s: float = SERVER_START_TIMEOUT_S) -> Iterator[StreamlitServer]:
-    """Start ``streamlit run <script>`` (default: the README's, deploy/serve.py) from the repo root on a free 127.0.0.1 port and stop it on exit.
+def streamlit_server(
+    script: str | None = None, *, timeout_s: float = SERVER_START_TIMEOUT_S
+) -> Iterator[StreamlitServer]:
+    """Start ``streamlit run <script>`` (default: deploy/serve.py, as the README's command) from the repo root on a
+    free 127.0.0.1 port and stop it on exit.
 
     Each call is a fresh server, so the first request it gets is the first the app has ever seen
     (what a shared deep link hits after a deploy).

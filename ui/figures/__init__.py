@@ -132,6 +132,18 @@ def heatmap_trace(
     return trace
 
 
+def token_ticks(
+    trace: dict[str, Any], labels: list[str] | None, factor: int, xaxis: dict[str, Any], yaxis: dict[str, Any]
+) -> bool:
+    """Put one tick label per position (a real model's tokens) on a full-resolution map of at most 64 rows; True
+    when it did."""
+    if labels is None or factor != 1 or len(labels) != trace["z"].shape[0] or len(labels) > 64:
+        return False
+    xaxis.update(tickvals=trace["x"], ticktext=labels, tickangle=-60, tickfont={"size": 9})
+    yaxis.update(tickvals=trace["y"], ticktext=labels, tickfont={"size": 9})
+    return True
+
+
 def heatmap_axes(x_label: str | None, y_label: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """The x and y axes of a square heatmap with query 0 at the top (None: no axis title)."""
     axis = {"constrain": "domain", "showgrid": False, "automargin": True}
@@ -186,11 +198,8 @@ def heatmap(
         y_label=y_label,
         hover_label=hover_label,
     )
-    rows = trace["z"].shape[0]
     xaxis, yaxis = heatmap_axes(x_label, y_label)
-    if labels is not None and factor == 1 and len(labels) == rows and rows <= 64:
-        xaxis.update(tickvals=trace["x"], ticktext=labels, tickangle=-60, tickfont={"size": 9})
-        yaxis.update(tickvals=trace["y"], ticktext=labels, tickfont={"size": 9})
+    token_ticks(trace, labels, factor, xaxis, yaxis)
     layout = {
         "title": {"text": title, "font": {"size": 14}},
         "height": height,
@@ -216,11 +225,13 @@ class GridCell:
     hover_label: str = "value"
     name: str | None = None  # shown in the hover box
     x_title: bool = False  # "key j" under the map
+    labels: list[str] | None = None  # a real model's tokens as tick labels (full resolution, n <= 64)
 
 
 # Pixel sizes of a heatmap grid row: the title above a map and the tick labels (and axis title) below it.
 GRID_TITLE_PX = 30
 GRID_AXES_PX = 44
+GRID_TOKENS_PX = 56  # more room below a row whose maps carry rotated token labels
 GRID_COLORBAR = 0.26  # share of a column's width kept for the map's colour bar and its tick labels
 
 
@@ -232,8 +243,9 @@ def heatmap_grid(rows: Sequence[Sequence[GridCell | None]], *, columns: int, map
     map_px: a map's height (default: about the width a column gets in a ~1000 px wide main area).
     """
     map_px = map_px or (260 if columns <= 3 else 200)
-    row_px = map_px + GRID_TITLE_PX + GRID_AXES_PX
-    plot_px = max(1, len(rows)) * row_px
+    below = [GRID_AXES_PX + (GRID_TOKENS_PX if any(c is not None and c.labels for c in cells) else 0) for cells in rows]
+    tops = [sum(map_px + GRID_TITLE_PX + px for px in below[:row]) for row in range(len(rows))]
+    plot_px = max(1, sum(map_px + GRID_TITLE_PX + px for px in below))
     width = 1.0 / columns
     traces: list[dict[str, Any]] = []
     annotations: list[dict[str, Any]] = []
@@ -244,8 +256,8 @@ def heatmap_grid(rows: Sequence[Sequence[GridCell | None]], *, columns: int, map
         **HEATMAP_LAYOUT,
     }
     for row, cells in enumerate(rows):
-        y_top = 1 - (row * row_px + GRID_TITLE_PX) / plot_px
-        y_bottom = 1 - ((row + 1) * row_px - GRID_AXES_PX) / plot_px
+        y_top = 1 - (tops[row] + GRID_TITLE_PX) / plot_px
+        y_bottom = 1 - (tops[row] + GRID_TITLE_PX + map_px) / plot_px
         for column, cell in enumerate(cells[:columns]):
             if cell is None:
                 continue
@@ -262,6 +274,7 @@ def heatmap_grid(rows: Sequence[Sequence[GridCell | None]], *, columns: int, map
             xaxis, yaxis = heatmap_axes("key j" if cell.x_title else None, None)  # "query i": in the hover text
             xaxis.update(domain=[x0 + 0.01, x1], anchor=y_name)
             yaxis.update(domain=[y_bottom, y_top], anchor=x_name, scaleanchor=x_name)
+            token_ticks(trace, cell.labels, cell.factor, xaxis, yaxis)
             if column:  # positions read off the first column; a tick label here would sit on a colour bar
                 yaxis["showticklabels"] = False
             layout[f"xaxis{'' if k == 1 else k}"] = xaxis

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -86,40 +87,35 @@ def heatmaps(view: vcc_study.VccView, head: int, n: int, tokens: list[str] | Non
     factor = ui.block_factor(n)
     tick_labels = tokens if tokens is not None and n <= 32 else None  # more words than that do not fit the axes
     difference = view.difference()
-    heat_cols = st.columns(3)
-    with heat_cols[0]:
-        ui.show_figure(
-            ui.heatmap(ui.display(view.exact), "Exact softmax", factor=factor, log=log_colour, labels=tick_labels),
-            "vcc_exact",
-            data={"attention": view.exact},
-            png=lambda: ui.png_bytes(view.exact, log=log_colour),
-            key="exact",
+    maps = (  # (title, full matrix, drawn matrix, heatmap kind)
+        ("Exact softmax", view.exact, ui.display(view.exact), "attention"),
+        ("VCC (tiles = blocks)", view.attention, ui.display(view.attention), "attention"),
+        ("VCC − exact", difference, ui.block_reduce(difference, factor, "absmax"), "error"),
+    )
+    cells: list[ui.GridCell | None] = []
+    exports: dict[str, dict[str, Any]] = {}
+    for title, matrix, drawn, kind in maps:
+        log = log_colour and kind == "attention"
+        hover = "error" if kind == "error" else "value"
+        cells.append(
+            ui.GridCell(
+                title, drawn, kind=kind, log=log, factor=factor, hover_label=hover, x_title=True, labels=tick_labels
+            )
         )
-    with heat_cols[1]:
-        ui.show_figure(
-            ui.heatmap(
-                ui.display(view.attention), "VCC (tiles = blocks)", factor=factor, log=log_colour, labels=tick_labels
-            ),
-            "vcc_attention",
-            data={"attention": view.attention},
-            png=lambda: ui.png_bytes(view.attention, log=log_colour),
-            key="vcc",
-        )
-    with heat_cols[2]:
-        ui.show_figure(
-            ui.heatmap(
-                ui.block_reduce(difference, factor, "absmax"),
-                "VCC − exact",
-                kind="error",
-                factor=factor,
-                hover_label="error",
-                labels=tick_labels,
-            ),
-            "vcc_error",
-            data={"error": difference},
-            png=lambda: ui.png_bytes(difference, "error"),
-            key="err",
-        )
+        exports[title] = {
+            "png": lambda m=matrix, k=kind, lg=log: ui.png_bytes(m, k, log=lg),
+            "png_label": "PNG (full resolution)",
+            "data": {kind: matrix},
+        }
+    # One figure of three maps instead of three charts: the browser draws (and redraws) it in one pass.
+    ui.show_figure(
+        ui.heatmap_grid([cells], columns=3),
+        "vcc_maps",
+        key="maps",
+        parts=exports,
+        data=lambda: {"exact": view.exact, "vcc": view.attention, "error": difference},
+        data_note="Data: the three maps of the shown head at full resolution.",
+    )
     st.caption(
         "Rows of one block are identical (their query is the block mean) and columns of one block share one value "
         "(their key is the block mean, counted s times by D). VIP rows are exact on VIP columns up to one "
