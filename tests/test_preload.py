@@ -14,7 +14,7 @@ from deploy import preload
 CHUNK = "PlotlyChart.abc123.js"
 
 
-def call(app: Any, *, method: str = "GET", path: str = "/Compare") -> tuple[dict[str, Any], bytes]:
+def call(app: Any, *, method: str = "GET", path: str = "/Compare", root: str = "") -> tuple[dict[str, Any], bytes]:
     """Run one HTTP request through an ASGI app; (response start message, whole body)."""
     messages: list[dict[str, Any]] = []
 
@@ -24,7 +24,7 @@ def call(app: Any, *, method: str = "GET", path: str = "/Compare") -> tuple[dict
     async def send(message: dict[str, Any]) -> None:
         messages.append(message)
 
-    scope = {"type": "http", "method": method, "path": path, "headers": [], "query_string": b""}
+    scope = {"type": "http", "method": method, "path": path, "root_path": root, "headers": [], "query_string": b""}
     asyncio.run(app(scope, receive, send))
     start = next(m for m in messages if m["type"] == "http.response.start")
     body = b"".join(m.get("body", b"") for m in messages if m["type"] == "http.response.body")
@@ -93,6 +93,25 @@ def test_everything_else_passes_through_unchanged(content_type: str, status: int
     assert body == DOCUMENT
     assert start["status"] == status
     assert header(start, "content-length") == str(len(DOCUMENT))
+
+
+@pytest.mark.parametrize(
+    ("path", "root", "injected"), [("/", "", False), ("/app/", "/app", False), ("/app/VCC", "/app", True)]
+)
+def test_home_has_no_chart_so_its_document_is_left_alone(path: str, root: str, injected: bool) -> None:
+    app = preload.PreloadPlotly(responder(DOCUMENT, content_type="text/html"), CHUNK)
+    _, body = call(app, path=path, root=root)
+    assert (CHUNK.encode() in body) is injected
+
+
+def test_home_under_a_base_url_path_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    import streamlit as st
+
+    options = {"server.baseUrlPath": "/explorer/"}
+    monkeypatch.setattr(st, "get_option", lambda name: options[name])
+    app = preload.PreloadPlotly(responder(DOCUMENT, content_type="text/html"), CHUNK)
+    assert CHUNK.encode() not in call(app, path="/explorer/")[1]
+    assert CHUNK.encode() in call(app, path="/explorer/Compare")[1]
 
 
 def test_websockets_pass_through() -> None:
