@@ -1,7 +1,7 @@
 """Start loading Streamlit's Plotly chart code while Streamlit itself is still booting in the browser.
 
 Streamlit fetches its Plotly chunk (about 4.7 MB of JavaScript) only when the first chart arrives over the
-websocket, after its own boot, and evaluating it takes about a second on a small CPU. Every page of this app opens
+websocket, after its own boot, and evaluating it takes about a second on a small CPU. Every page but Home opens
 on a Plotly chart, so ``PreloadPlotly`` makes each page's document ask for that chunk at once, in parallel with the
 boot: the browser evaluates it once, and Streamlit's own lazy import finds it loaded (same URL, same module).
 ``deploy/serve.py`` installs it.
