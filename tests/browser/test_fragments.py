@@ -1,19 +1,24 @@
-"""A method knob reruns only the part of Compare it affects (an ``st.fragment``), not the whole page.
+"""A control reruns only the part of its page it drives (an ``st.fragment``), not the whole page.
 
-The test reads Streamlit's own websocket messages: every run ends with a ``script_finished`` message whose status
-says whether it was a full run or a fragment run. After a knob change there must be a fragment run and no full run,
-the knob's method must have new numbers, and the share link in the sidebar (drawn by the fragment) must carry the
-new knob value. A sidebar control must still rerun the whole page.
+The tests read Streamlit's own websocket messages: every run ends with a ``script_finished`` message whose status
+says whether it was a full run or a fragment run. After a control change there must be a fragment run and no full
+run, the control's section must have new numbers or a new chart, and the share link in the sidebar (drawn by the
+fragment, or by the next full run) must carry the new value. A sidebar control must still rerun the whole page.
+A job started inside a fragment must show its progress and result.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from playwright.sync_api import Page
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from .helpers import wait_for_app
+from .helpers import streamlit_server, wait_for_app
+
+FRAGMENT_ONLY = {"FINISHED_FRAGMENT_RUN_SUCCESSFULLY"}
 
 
 def record_run_endings(page: Page) -> list[str]:
@@ -132,3 +137,69 @@ def test_vcc_section_controls_rerun_only_their_section(page: Page, app_server: s
     move_sidebar_temperature(page, endings)
     link = share_link(page)
     assert "logc=false" in link and "rows=all" in link, link
+
+
+def first_plot(page: Page, expression: str) -> Any:
+    """``expression`` evaluated on the page's first Plotly chart (``plot``: its element, with data and _fullLayout)."""
+    page.wait_for_function("() => document.querySelector('.js-plotly-plot')?._fullLayout", timeout=30_000)
+    return page.evaluate(f"() => {{ const plot = document.querySelector('.js-plotly-plot'); return {expression}; }}")
+
+
+def move_slider(page: Page, name: str, url_part: str, endings: list[str]) -> None:
+    """One step right of a slider; waits until the URL holds the new value and the rerun has finished."""
+    endings.clear()
+    page.get_by_role("slider", name=name).focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_url(lambda url: url_part in url, timeout=30_000)
+    wait_for_app(page)
+    page.wait_for_timeout(500)
+
+
+def test_kernels_tab_controls_rerun_only_their_tab(page: Page, app_server: str) -> None:
+    """Each Kernels tab with controls is a fragment: the pair's angle reruns the first tab, not the page."""
+    endings = record_run_endings(page)
+    page.goto(f"{app_server}/Kernels?n=64")
+    wait_for_app(page)
+    assert "FINISHED_SUCCESSFULLY" in endings, endings
+    ratio = page.get_by_text("At this pair MSE_trig / MSE_positive", exact=False).first
+    ratio_before = ratio.inner_text()
+    curve_before = first_plot(page, "JSON.stringify(plot.data.map(t => t.y))")
+
+    move_slider(page, "Angle φ (degrees)", "angle=146", endings)
+    assert endings and set(endings) == FRAGMENT_ONLY, endings
+    assert ratio.inner_text() != ratio_before, "the angle did not change the MSE ratio"
+    assert first_plot(page, "JSON.stringify(plot.data.map(t => t.y))") != curve_before, "the curves did not move"
+
+    # Another tab's control is its own fragment too.
+    page.get_by_role("tab", name="Attention error vs m").click()
+    move_slider(page, "Redraws", "att_redraws=5", endings)
+    assert endings and set(endings) == FRAGMENT_ONLY, endings
+
+    # The sidebar is outside every fragment: a full run, and its share box holds both tabs' values.
+    move_sidebar_temperature(page, endings)
+    link = share_link(page)
+    assert "angle=146" in link and "att_redraws=5" in link, link
+
+
+@pytest.fixture(scope="module")
+def empty_cache_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A server of its own with an empty result cache, so the on-demand jobs below compute instead of being found."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("ATTN_EXPLORER_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+        with streamlit_server() as server:
+            yield server.url
+
+
+def test_kernels_button_job_shows_its_progress_and_result_in_the_fragment(page: Page, empty_cache_server: str) -> None:
+    """The Monte Carlo button reruns its tab only; the job still shows its progress bar, then the measured points."""
+    endings = record_run_endings(page)
+    page.goto(f"{empty_cache_server}/Kernels?n=64&d=8")  # 1000 draws at d = 8: about 3 s, so it waits for its button
+    wait_for_app(page)
+    traces_before = first_plot(page, "plot.data.length")
+    endings.clear()
+    page.get_by_role("button", name="Measure with 1000 draws").click()
+    page.locator("[data-testid='stProgress']").first.wait_for(timeout=30_000)
+    page.locator("[data-testid='stProgress']").first.wait_for(state="detached", timeout=90_000)
+    wait_for_app(page)
+    assert first_plot(page, "plot.data.length") > traces_before, "the measured points did not join the curves"
+    assert endings and set(endings) == FRAGMENT_ONLY, endings
