@@ -203,3 +203,29 @@ def test_kernels_button_job_shows_its_progress_and_result_in_the_fragment(page: 
     wait_for_app(page)
     assert first_plot(page, "plot.data.length") > traces_before, "the measured points did not join the curves"
     assert endings and set(endings) == FRAGMENT_ONLY, endings
+
+
+def test_error_vs_entropy_sweep_controls_rerun_only_the_sweep(page: Page, app_server: str) -> None:
+    """The log axis and the point count rerun the sweep section only; the chart follows both."""
+    endings = record_run_endings(page)
+    page.goto(f"{app_server}/Error_vs_entropy?n=64&points=6")
+    wait_for_app(page)
+    assert "FINISHED_SUCCESSFULLY" in endings, endings
+    assert first_plot(page, "plot._fullLayout.yaxis.type") == "linear"
+    assert first_plot(page, "plot._fullData[0].x.length") == 6
+
+    endings.clear()
+    page.get_by_text("Log error axis", exact=True).click()
+    page.wait_for_url(lambda url: "logy=true" in url, timeout=30_000)
+    wait_for_app(page)
+    page.wait_for_timeout(500)
+    assert endings and set(endings) == FRAGMENT_ONLY, endings
+    assert first_plot(page, "plot._fullLayout.yaxis.type") == "log"
+
+    move_slider(page, "Temperatures in the sweep", "points=7", endings)
+    assert endings and set(endings) == FRAGMENT_ONLY, endings
+    assert first_plot(page, "plot._fullData[0].x.length") == 7
+
+    move_sidebar_temperature(page, endings)
+    link = share_link(page)
+    assert "logy=true" in link and "points=7" in link, link
