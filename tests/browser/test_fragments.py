@@ -4,7 +4,7 @@ The tests read Streamlit's own websocket messages: every run ends with a ``scrip
 says whether it was a full run or a fragment run. After a control change there must be a fragment run and no full
 run, the control's section must have new numbers or a new chart, and the share link in the sidebar (drawn by the
 fragment, or by the next full run) must carry the new value. A sidebar control must still rerun the whole page.
-A job started inside a fragment must show its progress and result.
+Jobs started inside a fragment must show their progress and result, and their Cancel button must act at once.
 """
 
 from __future__ import annotations
@@ -205,6 +205,25 @@ def test_kernels_button_job_shows_its_progress_and_result_in_the_fragment(page: 
     assert endings and set(endings) == FRAGMENT_ONLY, endings
 
 
+def test_kernels_cancel_in_a_fragment_stops_the_job_at_once(page: Page, empty_cache_server: str) -> None:
+    """A click inside a fragment waits for the fragment's run in Streamlit; Cancel must still stop the job now."""
+    endings = record_run_endings(page)
+    page.goto(f"{empty_cache_server}/Kernels?n=64&d=8&draws=5000")  # about 16 s of work
+    wait_for_app(page)
+    traces_before = first_plot(page, "plot.data.length")
+    endings.clear()
+    page.get_by_role("button", name="Measure with 5000 draws").click()
+    cancel = page.get_by_role("button", name="Cancel")
+    cancel.wait_for(timeout=30_000)
+    page.wait_for_timeout(1000)
+    cancel.click()
+    cancel.wait_for(state="detached", timeout=8_000)  # not after the job's 16 s
+    page.get_by_text("press Measure with 5000 draws to start", exact=False).wait_for(timeout=8_000)
+    wait_for_app(page)
+    assert first_plot(page, "plot.data.length") == traces_before, "the cancelled job's points were drawn"
+    assert "FINISHED_SUCCESSFULLY" not in endings and endings[-1] == "FINISHED_FRAGMENT_RUN_SUCCESSFULLY", endings
+
+
 def test_error_vs_entropy_sweep_controls_rerun_only_the_sweep(page: Page, app_server: str) -> None:
     """The log axis and the point count rerun the sweep section only; the chart follows both."""
     endings = record_run_endings(page)
@@ -229,3 +248,49 @@ def test_error_vs_entropy_sweep_controls_rerun_only_the_sweep(page: Page, app_se
     move_sidebar_temperature(page, endings)
     link = share_link(page)
     assert "logy=true" in link and "points=7" in link, link
+
+
+def test_error_vs_entropy_cancel_in_a_fragment_rerun_ends_the_section_only(page: Page, empty_cache_server: str) -> None:
+    """A sweep started by a fragment rerun and cancelled: the section says so and offers a rerun; no exception, no
+    full run, and the sidebar's share box (drawn by the last full run) stays."""
+    endings = record_run_endings(page)
+    page.goto(f"{empty_cache_server}/Error_vs_entropy")  # n = 512, 12 temperatures: light, runs at once
+    wait_for_app(page)
+    endings.clear()
+    page.get_by_role("slider", name="Temperatures in the sweep").focus()
+    page.keyboard.press("End")  # 40 temperatures: a queued job with its Cancel button
+    cancel = page.get_by_role("button", name="Cancel")
+    cancel.wait_for(timeout=60_000)
+    page.wait_for_timeout(1000)
+    cancel.click()
+    page.get_by_text("was cancelled", exact=False).first.wait_for(timeout=10_000)
+    wait_for_app(page)  # fails on an exception in the page
+    assert page.get_by_role("button", name="Run it again").is_visible()
+    assert "FINISHED_SUCCESSFULLY" not in endings and endings[-1] == "FINISHED_FRAGMENT_RUN_SUCCESSFULLY", endings
+    assert "points=40" in page.url
+    assert share_link(page)  # the footer outside the fragment is still drawn
+
+
+def test_error_vs_entropy_cancel_in_a_full_run_keeps_the_sidebar_footer(page: Page, empty_cache_server: str) -> None:
+    """Cancel during a full run reruns the page, as without fragments; the sweep section then drew the page's footer
+    from inside itself, so its next fragment rerun must draw it again or the sidebar loses its share box."""
+    endings = record_run_endings(page)
+    page.goto(f"{empty_cache_server}/Error_vs_entropy?points=40")  # a queued job in the first, full run
+    cancel = page.get_by_role("button", name="Cancel")
+    cancel.wait_for(timeout=90_000)
+    page.wait_for_timeout(1000)
+    endings.clear()
+    cancel.click()
+    page.get_by_text("was cancelled", exact=False).first.wait_for(timeout=10_000)
+    wait_for_app(page)
+    assert "FINISHED_SUCCESSFULLY" in endings, endings
+
+    endings.clear()
+    page.get_by_text("Log error axis", exact=True).click()
+    page.wait_for_url(lambda url: "logy=true" in url, timeout=30_000)
+    wait_for_app(page)
+    page.wait_for_timeout(500)
+    assert endings and set(endings) == FRAGMENT_ONLY, endings
+    assert page.get_by_text("was cancelled", exact=False).first.is_visible()
+    assert "logy=true" in share_link(page)
+    assert page.locator("[data-testid='stSidebar']").locator("[data-testid='stFileUploader']").count() == 1
