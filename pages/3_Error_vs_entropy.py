@@ -59,7 +59,11 @@ if chosen:
             with tab:
                 params[method] = ui.method_controls(s, method, where=tab)
 
-if s.spec.source != "real":
+
+# The sweep's own controls (τ range, point count, log axis) rerun this section only; the sweep is cached, so a
+# change redraws the chart without the sidebar, the method knobs or the scrubber below.
+@st.fragment
+def sweep_section(s: ui.Settings, chosen: list[str], params: dict[str, dict[str, Any]], metric: str) -> None:
     taus_range = ui.range_slider("Temperature range τ", "taus", ui.TAU_OPTIONS, EVE_TAUS)
     points = ui.int_slider("Temperatures in the sweep", "points", 4, 40, EVE_POINTS)
     log_y = ui.toggle("Log error axis", "logy", False)
@@ -108,6 +112,11 @@ if s.spec.source != "real":
                     for m, p in res["params"].items()
                 )
             )
+    ui.finish_fragment(share=False)  # the scrubber's controls come after: ui.finish draws the share box
+
+
+if s.spec.source != "real":
+    sweep_section(s, chosen, params, metric)
     st.subheader("The same sweep, frame by frame")
     scrubber_section(s, [m for m in chosen if m != "rpca"], params)
 else:

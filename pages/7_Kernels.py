@@ -22,8 +22,11 @@ s = ui.sidebar(
 ui.explain(panels.INTRO, panels.FORMULA)
 panels.input_caption(s)
 
-tabs = st.tabs(panels.TABS)
-with tabs[0]:
+
+# Each tab with controls of its own is a fragment: a control reruns its tab, not the sidebar or the other tabs. The
+# share box is drawn by ui.finish at the end of a full run (no tab holds all the page's controls).
+@st.fragment
+def pair_tab(s: ui.Settings) -> None:
     st.markdown(panels.PAIR_TEXT)
     pair = pair_controls()
     theory = study.kernel_mse_theory(s.d, pair.length, pair.angle)
@@ -43,16 +46,22 @@ with tabs[0]:
     if measured is not None:
         fig = figs.kernel_mse(s.d, theory, measured)
         ui.show_figure(fig, "kernel_mse_vs_m", data=figs.kernel_mse_table(measured), key="mse", where=chart.container())
+    ui.finish_fragment(share=False)
 
-with tabs[1]:
+
+@st.fragment
+def entry_tab(s: ui.Settings) -> None:
     st.markdown(panels.ENTRY_TEXT)
     entry = entry_controls()
     bins = panels.entry_bins(s.spec, s.beta, entry.features, entry.redraws, s.seed, s.device_name)
     fig = figs.entry_error(bins, entry.features, s.tau)
     ui.show_figure(fig, "error_by_entry_size", data=figs.entry_error_table(bins), key="entries")
     panels.bin_counts(bins)
+    ui.finish_fragment(share=False)
 
-with tabs[2]:
+
+@st.fragment
+def trig_tab(s: ui.Settings) -> None:
     st.markdown(panels.TRIG_TEXT)
     trig = trig_controls()
     if trig.features:
@@ -62,15 +71,21 @@ with tabs[2]:
         ui.show_figure(fig, "trig_nonpositive", data=data, key="trig")
     else:
         st.info("Pick at least one feature count.")
+    ui.finish_fragment(share=False)
 
-with tabs[3]:
+
+@st.fragment
+def attention_tab(s: ui.Settings) -> None:
     st.markdown(panels.ATTENTION_TEXT)
     att = panels.attention_curves(s, ui.int_slider("Redraws", "att_redraws", 1, 10, 4))
     if att is not None:
         fig = figs.attention_error(att, s.d, s.tau)
         ui.show_figure(fig, "attention_error_vs_m", data=figs.attention_error_table(att), key="attention")
+    ui.finish_fragment(share=False)
 
-with tabs[4]:
+
+@st.fragment
+def fit_tab(s: ui.Settings) -> None:
     st.warning(panels.FIT_WARNING, icon=":material/info:")
     st.markdown(panels.VARIANTS_TEXT)
     fit = fit_controls(s.d)
@@ -83,8 +98,22 @@ with tabs[4]:
         st.dataframe(table, hide_index=True, width="stretch")
         st.caption(panels.COMPARISON_CAPTION)
         panels.penalty_section(s, fit)
+    ui.finish_fragment(share=False)
 
-with tabs[5]:
+
+tabs = st.tabs(panels.TABS)
+with tabs[0]:
+    pair_tab(s)
+with tabs[1]:
+    entry_tab(s)
+with tabs[2]:
+    trig_tab(s)
+with tabs[3]:
+    attention_tab(s)
+with tabs[4]:
+    fit_tab(s)
+
+with tabs[5]:  # no controls: drawn by the full run only
     st.markdown(panels.PAPER_TEXT)
     paper = pd.DataFrame(K.PAPER_TABLE1 + K.LRA_BASELINES, columns=list(K.PAPER_TABLE1_COLUMNS))
     ui.show_figure(figs.paper_table1(paper), "paper_table1", data=paper, key="table1")

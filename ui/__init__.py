@@ -31,7 +31,8 @@ Fragments (a control reruns only the part of the page it affects)
     Put the controls and the results they drive in one ``@st.fragment`` function and call
     ``ui.finish_fragment()`` at its end: it redraws the sidebar's share link with the fragment's controls (and shows
     notices raised during a fragment rerun). ``ui.finish()`` still ends the page. Controls outside the fragment
-    (the sidebar) rerun the whole page as before.
+    (the sidebar) rerun the whole page as before. ``ui.run_heavy`` works inside a fragment: a click there (Cancel,
+    a knob) stops its wait at once, and a stopped job ends only the fragment on a fragment rerun.
 
 Caching
     Put heavy work in ``@st.cache_data`` functions keyed on scalars (``s.spec``, ``s.beta``, params via

@@ -350,13 +350,13 @@ def scheduler() -> Scheduler:
 
 
 def _halt() -> None:
-    """End this page run here, still drawing the page's footer (notices, share link)."""
+    """End this page run here, still drawing the page's footer (notices, share link), or the fragment's end."""
     import streamlit as st
 
     from ui import state
 
     try:
-        state.finish_page()
+        state.finish_stopped()
     except (AttributeError, KeyError, RuntimeError):  # a bare script without ui.page()
         pass
     st.stop()
@@ -367,6 +367,27 @@ def _session_id() -> str:
 
     ctx = get_script_run_ctx(suppress_warning=True)
     return ctx.session_id if ctx is not None else f"thread-{threading.get_ident()}"
+
+
+def _click_waits_in_this_fragment() -> bool:
+    """True when the browser sent a widget change made in the fragment this run is in, and the change waits.
+
+    Streamlit lets a change inside an ``st.fragment`` wait for the run in progress instead of stopping it, so a
+    Cancel click under a job's progress bar would wait for the job. This reads the runner's pending request (not
+    a public API): if Streamlit changes it, this answers False and the change waits as Streamlit decides.
+    """
+    from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState, get_script_run_ctx
+
+    ctx = get_script_run_ctx(suppress_warning=True)
+    fragment = ThreadState.get().fragment_id if ctx is not None else None
+    requests = getattr(ctx, "script_requests", None)
+    if fragment is None or requests is None:
+        return False
+    try:
+        pending = requests._state.name == "RERUN"
+        return bool(pending and fragment in requests._rerun_data.fragment_id_queue)
+    except AttributeError:
+        return False
 
 
 def _status_text(sched: Scheduler, job: Job, title: str) -> str:
@@ -403,6 +424,7 @@ def run_heavy(
     import streamlit as st
 
     from ui import result_cache
+    from ui import state as page_state
 
     full = result_cache.make_key(name, key)
     hit = result_cache.get_key(full)
@@ -453,6 +475,9 @@ def run_heavy(
             bar.progress(job.progress, text=_status_text(sched, job, title))  # also where a stop request arrives
             if job.done_event.wait(POLL_SECONDS):
                 break
+            if _click_waits_in_this_fragment():
+                # Stop waiting so the click (Cancel, a changed knob) acts now, as it does outside fragments.
+                st.rerun(scope="fragment" if page_state.fragment_rerun() else "app")
     finally:
         if not job.finished_state:
             sched.release(job, session_id)

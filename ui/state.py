@@ -77,6 +77,8 @@ class PageState:
     link_box: Any = None
     finished: bool = False  # ui.finish ran: a later run on this state is a fragment rerun
     share_drawn: bool = False  # a fragment drew the share link (it holds the fragment's controls)
+    share_fragment: str | None = None  # the fragment that draws the share link (None: ui.finish draws it)
+    footer_fragment: str | None = None  # a job stopped the full run inside this fragment, which drew the footer
 
 
 def _session() -> dict[str, Any]:
@@ -821,14 +823,18 @@ def finish_page() -> None:
     if not state.share_drawn:
         draw_share_link(state)
     _render_upload(state)
+    state.footer_fragment = _fragment_id()
     # A fragment rerun reuses this state: its URL values were applied in this run and must not be re-applied.
     state.first_run = False
     state.finished = True
 
 
 def fragment_rerun() -> bool:
-    """True inside an ``st.fragment`` rerun (the page's last full run has finished)."""
-    return current().finished
+    """True inside an ``st.fragment`` rerun (only some fragments run, not the page)."""
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    ctx = get_script_run_ctx(suppress_warning=True)
+    return bool(ctx.fragment_ids_this_run) if ctx is not None else current().finished
 
 
 def finish_fragment(share: bool = True) -> None:
@@ -843,8 +849,28 @@ def finish_fragment(share: bool = True) -> None:
         notices = _session()["notices"].get(state.page, [])
         if notices:
             st.warning("  \n".join(["**Some settings were adjusted:**", *(f"- {m}" for m in notices)]), icon="⚠️")
-    if share:
+    # The footer this fragment drew when a job stopped the full run inside it goes if a rerun does not redraw it.
+    footer = state.footer_fragment is not None and state.footer_fragment == _fragment_id()
+    if share or footer:
         draw_share_link(state)
+    if footer:
+        _render_upload(state)
+
+
+def finish_stopped() -> None:
+    """End of a run stopped early (a cancelled or failed job), before ``st.stop()``: the page's footer on a full
+    run; on a fragment rerun only the fragment's end (the footer outside it stays as the last full run drew it)."""
+    state = current()
+    if fragment_rerun():
+        finish_fragment(share=state.share_fragment is not None and state.share_fragment == _fragment_id())
+    else:
+        finish_page()  # inside a fragment it draws the footer from there: see footer_fragment
+
+
+def _fragment_id() -> str | None:
+    from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState
+
+    return ThreadState.get().fragment_id
 
 
 def _render_notices(state: PageState) -> None:
@@ -863,6 +889,7 @@ def draw_share_link(state: PageState | None = None) -> None:
     fragment (``finish_fragment``) so that a fragment rerun redraws it in place, in the sidebar."""
     state = state or current()
     state.share_drawn = True
+    state.share_fragment = _fragment_id()
     box = state.link_box if state.link_box is not None else st.sidebar
     url = page_url(state)
     payload = settings_payload(state)

@@ -1,19 +1,24 @@
-"""A method knob reruns only the part of Compare it affects (an ``st.fragment``), not the whole page.
+"""A control reruns only the part of its page it drives (an ``st.fragment``), not the whole page.
 
-The test reads Streamlit's own websocket messages: every run ends with a ``script_finished`` message whose status
-says whether it was a full run or a fragment run. After a knob change there must be a fragment run and no full run,
-the knob's method must have new numbers, and the share link in the sidebar (drawn by the fragment) must carry the
-new knob value. A sidebar control must still rerun the whole page.
+The tests read Streamlit's own websocket messages: every run ends with a ``script_finished`` message whose status
+says whether it was a full run or a fragment run. After a control change there must be a fragment run and no full
+run, the control's section must have new numbers or a new chart, and the share link in the sidebar (drawn by the
+fragment, or by the next full run) must carry the new value. A sidebar control must still rerun the whole page.
+Jobs started inside a fragment must show their progress and result, and their Cancel button must act at once.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from playwright.sync_api import Page
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from .helpers import wait_for_app
+from .helpers import streamlit_server, wait_for_app
+
+FRAGMENT_ONLY = {"FINISHED_FRAGMENT_RUN_SUCCESSFULLY"}
 
 
 def record_run_endings(page: Page) -> list[str]:
@@ -154,3 +159,160 @@ def test_rank_vs_heads_tab_controls_rerun_only_their_tab(page: Page, app_server:
     page.wait_for_timeout(500)
     assert endings and set(endings) == {"FINISHED_FRAGMENT_RUN_SUCCESSFULLY"}, endings
     assert page.evaluate(shapes) != before, "the ε slider did not change the theorem shapes"
+
+
+def first_plot(page: Page, expression: str) -> Any:
+    """``expression`` evaluated on the page's first Plotly chart (``plot``: its element, with data and _fullLayout)."""
+    page.wait_for_function("() => document.querySelector('.js-plotly-plot')?._fullLayout", timeout=30_000)
+    return page.evaluate(f"() => {{ const plot = document.querySelector('.js-plotly-plot'); return {expression}; }}")
+
+
+def move_slider(page: Page, name: str, url_part: str, endings: list[str]) -> None:
+    """One step right of a slider; waits until the URL holds the new value and the rerun has finished."""
+    endings.clear()
+    page.get_by_role("slider", name=name).focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_url(lambda url: url_part in url, timeout=30_000)
+    wait_for_app(page)
+    page.wait_for_timeout(500)
+
+
+def test_kernels_tab_controls_rerun_only_their_tab(page: Page, app_server: str) -> None:
+    """Each Kernels tab with controls is a fragment: the pair's angle reruns the first tab, not the page."""
+    endings = record_run_endings(page)
+    page.goto(f"{app_server}/Kernels?n=64")
+    wait_for_app(page)
+    assert "FINISHED_SUCCESSFULLY" in endings, endings
+    ratio = page.get_by_text("At this pair MSE_trig / MSE_positive", exact=False).first
+    ratio_before = ratio.inner_text()
+    curve_before = first_plot(page, "JSON.stringify(plot.data.map(t => t.y))")
+
+    move_slider(page, "Angle φ (degrees)", "angle=146", endings)
+    assert endings and set(endings) == FRAGMENT_ONLY, endings
+    assert ratio.inner_text() != ratio_before, "the angle did not change the MSE ratio"
+    assert first_plot(page, "JSON.stringify(plot.data.map(t => t.y))") != curve_before, "the curves did not move"
+
+    # Another tab's control is its own fragment too.
+    page.get_by_role("tab", name="Attention error vs m").click()
+    move_slider(page, "Redraws", "att_redraws=5", endings)
+    assert endings and set(endings) == FRAGMENT_ONLY, endings
+
+    # The sidebar is outside every fragment: a full run, and its share box holds both tabs' values.
+    move_sidebar_temperature(page, endings)
+    link = share_link(page)
+    assert "angle=146" in link and "att_redraws=5" in link, link
+
+
+@pytest.fixture(scope="module")
+def empty_cache_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A server of its own with an empty result cache, so the on-demand jobs below compute instead of being found."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("ATTN_EXPLORER_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+        with streamlit_server() as server:
+            yield server.url
+
+
+def test_kernels_button_job_shows_its_progress_and_result_in_the_fragment(page: Page, empty_cache_server: str) -> None:
+    """The Monte Carlo button reruns its tab only; the job still shows its progress bar, then the measured points."""
+    endings = record_run_endings(page)
+    page.goto(f"{empty_cache_server}/Kernels?n=64&d=8")  # 1000 draws at d = 8: about 3 s, so it waits for its button
+    wait_for_app(page)
+    traces_before = first_plot(page, "plot.data.length")
+    endings.clear()
+    page.get_by_role("button", name="Measure with 1000 draws").click()
+    page.locator("[data-testid='stProgress']").first.wait_for(timeout=30_000)
+    page.locator("[data-testid='stProgress']").first.wait_for(state="detached", timeout=90_000)
+    wait_for_app(page)
+    assert first_plot(page, "plot.data.length") > traces_before, "the measured points did not join the curves"
+    assert endings and set(endings) == FRAGMENT_ONLY, endings
+
+
+def test_kernels_cancel_in_a_fragment_stops_the_job_at_once(page: Page, empty_cache_server: str) -> None:
+    """A click inside a fragment waits for the fragment's run in Streamlit; Cancel must still stop the job now."""
+    endings = record_run_endings(page)
+    page.goto(f"{empty_cache_server}/Kernels?n=64&d=8&draws=5000")  # about 16 s of work
+    wait_for_app(page)
+    traces_before = first_plot(page, "plot.data.length")
+    endings.clear()
+    page.get_by_role("button", name="Measure with 5000 draws").click()
+    cancel = page.get_by_role("button", name="Cancel")
+    cancel.wait_for(timeout=30_000)
+    page.wait_for_timeout(1000)
+    cancel.click()
+    cancel.wait_for(state="detached", timeout=8_000)  # not after the job's 16 s
+    page.get_by_text("press Measure with 5000 draws to start", exact=False).wait_for(timeout=8_000)
+    wait_for_app(page)
+    assert first_plot(page, "plot.data.length") == traces_before, "the cancelled job's points were drawn"
+    assert "FINISHED_SUCCESSFULLY" not in endings and endings[-1] == "FINISHED_FRAGMENT_RUN_SUCCESSFULLY", endings
+
+
+def test_error_vs_entropy_sweep_controls_rerun_only_the_sweep(page: Page, app_server: str) -> None:
+    """The log axis and the point count rerun the sweep section only; the chart follows both."""
+    endings = record_run_endings(page)
+    page.goto(f"{app_server}/Error_vs_entropy?n=64&points=6")
+    wait_for_app(page)
+    assert "FINISHED_SUCCESSFULLY" in endings, endings
+    assert first_plot(page, "plot._fullLayout.yaxis.type") == "linear"
+    assert first_plot(page, "plot._fullData[0].x.length") == 6
+
+    endings.clear()
+    page.get_by_text("Log error axis", exact=True).click()
+    page.wait_for_url(lambda url: "logy=true" in url, timeout=30_000)
+    wait_for_app(page)
+    page.wait_for_timeout(500)
+    assert endings and set(endings) == FRAGMENT_ONLY, endings
+    assert first_plot(page, "plot._fullLayout.yaxis.type") == "log"
+
+    move_slider(page, "Temperatures in the sweep", "points=7", endings)
+    assert endings and set(endings) == FRAGMENT_ONLY, endings
+    assert first_plot(page, "plot._fullData[0].x.length") == 7
+
+    move_sidebar_temperature(page, endings)
+    link = share_link(page)
+    assert "logy=true" in link and "points=7" in link, link
+
+
+def test_error_vs_entropy_cancel_in_a_fragment_rerun_ends_the_section_only(page: Page, empty_cache_server: str) -> None:
+    """A sweep started by a fragment rerun and cancelled: the section says so and offers a rerun; no exception, no
+    full run, and the sidebar's share box (drawn by the last full run) stays."""
+    endings = record_run_endings(page)
+    page.goto(f"{empty_cache_server}/Error_vs_entropy")  # n = 512, 12 temperatures: light, runs at once
+    wait_for_app(page)
+    endings.clear()
+    page.get_by_role("slider", name="Temperatures in the sweep").focus()
+    page.keyboard.press("End")  # 40 temperatures: a queued job with its Cancel button
+    cancel = page.get_by_role("button", name="Cancel")
+    cancel.wait_for(timeout=60_000)
+    page.wait_for_timeout(1000)
+    cancel.click()
+    page.get_by_text("was cancelled", exact=False).first.wait_for(timeout=10_000)
+    wait_for_app(page)  # fails on an exception in the page
+    assert page.get_by_role("button", name="Run it again").is_visible()
+    assert "FINISHED_SUCCESSFULLY" not in endings and endings[-1] == "FINISHED_FRAGMENT_RUN_SUCCESSFULLY", endings
+    assert "points=40" in page.url
+    assert share_link(page)  # the footer outside the fragment is still drawn
+
+
+def test_error_vs_entropy_cancel_in_a_full_run_keeps_the_sidebar_footer(page: Page, empty_cache_server: str) -> None:
+    """Cancel during a full run reruns the page, as without fragments; the sweep section then drew the page's footer
+    from inside itself, so its next fragment rerun must draw it again or the sidebar loses its share box."""
+    endings = record_run_endings(page)
+    page.goto(f"{empty_cache_server}/Error_vs_entropy?points=40")  # a queued job in the first, full run
+    cancel = page.get_by_role("button", name="Cancel")
+    cancel.wait_for(timeout=90_000)
+    page.wait_for_timeout(1000)
+    endings.clear()
+    cancel.click()
+    page.get_by_text("was cancelled", exact=False).first.wait_for(timeout=10_000)
+    wait_for_app(page)
+    assert "FINISHED_SUCCESSFULLY" in endings, endings
+
+    endings.clear()
+    page.get_by_text("Log error axis", exact=True).click()
+    page.wait_for_url(lambda url: "logy=true" in url, timeout=30_000)
+    wait_for_app(page)
+    page.wait_for_timeout(500)
+    assert endings and set(endings) == FRAGMENT_ONLY, endings
+    assert page.get_by_text("was cancelled", exact=False).first.is_visible()
+    assert "logy=true" in share_link(page)
+    assert page.locator("[data-testid='stSidebar']").locator("[data-testid='stFileUploader']").count() == 1
