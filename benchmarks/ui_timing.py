@@ -5,9 +5,11 @@
 
 For each tree a fresh server (empty result cache) runs the README's app command. What is timed (wall clock in the
 driver, from the browser action to the finished render; medians over the repeats):
-- first chart (cold): the first visit of a page on a fresh server until its first chart (Plotly, Vega-Lite, an
-  image, or a table on pages without charts) is drawn;
-- open (cold): the same visit until the script run is over and every Plotly chart is drawn;
+- first chart (cold): the first visit of a page on a fresh server, in a new browser context (empty browser cache),
+  until its first chart (Plotly, Vega-Lite, an image, or a table on pages without charts) is drawn, as stamped in
+  the page by a MutationObserver;
+- open (cold): the same visit until the script run is over (Streamlit's ``script_finished`` message) and every
+  Plotly chart is drawn, including chart components that mount after the run has ended;
 - open (warm): the same link in a new tab (a new Streamlit session), with the server's caches filled;
 - Compare's temperature slider, one ArrowRight (a value never computed) and one ArrowLeft (a cached value);
 - Compare's Performer feature-count knob (only that method recomputes);
@@ -102,42 +104,73 @@ def wait_rerun(page: Any, before: list[str]) -> None:
         page.wait_for_timeout(10)
 
 
-APP_STATE = """() => {
-  const app = document.querySelector("[data-testid='stApp']");
-  return app ? [app.getAttribute('data-test-connection-state'), app.getAttribute('data-test-script-state')] : null;
-}"""
+# Stamped in the page (ms since navigation): when the first chart was drawn, and when every chart slot last became
+# drawn. A MutationObserver sees a chart the moment it appears, even one whose component mounts after the run ended.
+STAMPS = f"""
+window.__stamps = {{first: null, all: null}};
+const firstChart = {FIRST_CHART};
+const chartsDrawn = {CHARTS_DRAWN};
+new MutationObserver(() => {{
+  const now = performance.now();
+  if (window.__stamps.first === null && firstChart()) window.__stamps.first = now;
+  if (document.querySelector("[data-testid='stPlotlyChart']") && chartsDrawn()) window.__stamps.all = now;
+}}).observe(document, {{subtree: true, childList: true}});
+"""
 CHART_SLOTS = "[data-testid='stPlotlyChart'], [data-testid='stVegaLiteChart'], [data-testid='stDataFrame']"
+SETTLE_S = 1.5  # after the run: a chart component that mounts later than this is not waited for
 
 
-def wait_first_chart(page: Any, start: float) -> float | None:
-    """Seconds from ``start`` to the first drawn chart; None when the run ends with no chart on the page (a page
-    whose results start on a button)."""
-    deadline = time.monotonic() + TIMEOUT_MS / 1000
-    ran = False  # "notRunning" before the first run has started is not the end of a run
-    while time.monotonic() < deadline:
-        if page.evaluate(FIRST_CHART):
-            return time.perf_counter() - start
-        state = page.evaluate(APP_STATE)
-        ran = ran or (state is not None and state[1] == "running")
-        if state == ["CONNECTED", "notRunning"] and (ran or time.perf_counter() - start > 10):
-            if page.locator(CHART_SLOTS).count():  # a chart is there, still drawing
-                page.wait_for_function(FIRST_CHART, timeout=TIMEOUT_MS, polling="raf")
-                return time.perf_counter() - start
-            return None
-        page.wait_for_timeout(10)
-    raise TimeoutError(f"no chart and no finished run on {page.url} within {TIMEOUT_MS / 1000:.0f} s")
+def record_run_endings(page: Any) -> list[float]:
+    """perf_counter times at which the page received Streamlit's ``script_finished`` message (filled as they come)."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    endings: list[float] = []
+
+    def on_frame(payload: Any) -> None:
+        if not isinstance(payload, bytes | bytearray):
+            return
+        message = ForwardMsg()
+        try:
+            message.ParseFromString(bytes(payload))
+        except Exception:  # noqa: BLE001 - not a ForwardMsg
+            return
+        if message.WhichOneof("type") == "script_finished":
+            endings.append(time.perf_counter())
+
+    page.on("websocket", lambda ws: ws.on("framereceived", on_frame))
+    return endings
 
 
 def open_page(browser: Any, url: str, *, charts: bool, context: Any = None) -> tuple[float | None, float, Any, Any]:
-    """(seconds to the first chart or None, seconds to a finished render, page, context)."""
-    context = context or browser.new_context(viewport=VIEWPORT)
+    """(seconds to the first drawn chart or None, seconds to a finished render, page, context).
+
+    The run's end is Streamlit's own ``script_finished`` message; the chart times are stamped in the page. Chart
+    components load lazily and may mount after the run has ended, so the page is watched until no new chart has
+    appeared for ``SETTLE_S``. A finished render: the run is over and every chart is drawn."""
+    if context is None:
+        context = browser.new_context(viewport=VIEWPORT)
+        context.add_init_script(STAMPS)
     page = context.new_page()
+    endings = record_run_endings(page)
     start = time.perf_counter()
     page.goto(url)
-    first = wait_first_chart(page, start) if charts else None
-    page.wait_for_timeout(50)
+    deadline = start + TIMEOUT_MS / 1000
+    while not endings:
+        if time.perf_counter() > deadline:
+            raise TimeoutError(f"no finished run on {url} within {TIMEOUT_MS / 1000:.0f} s")
+        page.wait_for_timeout(10)
+    run_end = endings[0] - start
     wait_rendered(page, charts=charts)
-    return first, time.perf_counter() - start, page, context
+    seen = -1
+    while page.locator(CHART_SLOTS).count() != seen:  # wait out charts that mount after the run
+        seen = page.locator(CHART_SLOTS).count()
+        page.wait_for_timeout(SETTLE_S * 1000)
+        wait_rendered(page, charts=charts)
+    stamps = page.evaluate("() => window.__stamps")
+    offset = page.evaluate("() => performance.timeOrigin") / 1000 - (time.time() - (time.perf_counter() - start))
+    first = stamps["first"] / 1000 + offset if charts and stamps["first"] is not None else None
+    drawn = stamps["all"] / 1000 + offset if charts and stamps["all"] is not None else 0.0
+    return first, max(run_end, drawn, first or 0.0), page, context
 
 
 def press_slider(page: Any, name: str, key: str) -> float:
