@@ -1,8 +1,8 @@
 """Start loading Streamlit's Plotly chart code while Streamlit itself is still booting in the browser.
 
 Streamlit fetches its Plotly chunk (about 4.7 MB of JavaScript) only when the first chart arrives over the
-websocket, after its own boot, and evaluating it takes about a second on a small CPU. Every page but Home opens
-on a Plotly chart, so ``PreloadPlotly`` makes each page's document ask for that chunk at once, in parallel with the
+websocket, after its own boot, and evaluating it takes about a second on a small CPU. Most pages of this app open
+on a Plotly chart, so ``PreloadPlotly`` makes their documents ask for that chunk at once, in parallel with the
 boot: the browser evaluates it once, and Streamlit's own lazy import finds it loaded (same URL, same module).
 ``deploy/serve.py`` installs it.
 """
@@ -31,17 +31,28 @@ def preload_tag(chunk: str) -> bytes:
     return f'<script type="module">import("./static/js/{chunk}").catch(() => {{}});</script>'.encode()
 
 
-def is_home(scope: Scope) -> bool:
-    """The Home page (the app's root) has no chart: evaluating Plotly there would only delay its first paint (about
-    0.9 s later on a 2-core machine), and a page link from it is a client-side navigation that no document sees."""
+# Pages (URL paths; "" is Home) that open without a Plotly chart: Scaling's charts wait for its Measure button and
+# Paper claims shows tables. There the evaluation would only delay the first paint (Home's by about 0.9 s on a
+# 2-core machine). tests/test_app_pages.py checks this list against what each page draws at open.
+NO_CHART_AT_OPEN = frozenset({"", "Scaling", "Paper_claims"})
+
+
+def page_path(scope: Scope) -> str:
+    """The page's URL path without the mount point, the base URL path and slashes ("" for Home)."""
     base = str(st.get_option("server.baseUrlPath") or "").strip("/")
-    home = scope.get("root_path", "").rstrip("/") + (f"/{base}" if base else "")
-    return scope.get("path", "/").rstrip("/") == home
+    path = scope.get("path", "/")[len(scope.get("root_path", "").rstrip("/")) :].strip("/")
+    if base and (path == base or path.startswith(f"{base}/")):
+        path = path[len(base) :].strip("/")
+    return path
+
+
+def opens_without_chart(scope: Scope) -> bool:
+    return page_path(scope) in NO_CHART_AT_OPEN
 
 
 class PreloadPlotly:
-    """Pure ASGI middleware: adds ``preload_tag`` before ``</head>`` of every page's HTML document (each page's path
-    answers with Streamlit's index.html), except Home's. Other responses pass through untouched."""
+    """Pure ASGI middleware: adds ``preload_tag`` before ``</head>`` of the HTML document of every page that opens on
+    a chart (each page's path answers with Streamlit's index.html). Other responses pass through untouched."""
 
     def __init__(self, app: ASGIApp, chunk: str | None = None) -> None:
         self.app = app
@@ -49,7 +60,7 @@ class PreloadPlotly:
         self.tag = preload_tag(chunk) if chunk else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.tag is None or scope["type"] != "http" or scope["method"] != "GET" or is_home(scope):
+        if self.tag is None or scope["type"] != "http" or scope["method"] != "GET" or opens_without_chart(scope):
             await self.app(scope, receive, send)
             return
         start: Message | None = None

@@ -6,11 +6,14 @@ Each test keeps n small through the URL so the whole file stays within about a m
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
+
+from deploy.preload import NO_CHART_AT_OPEN
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the pages import `ui` and `core` from the repo root, as `streamlit run` does
@@ -59,6 +62,9 @@ def test_every_page_renders_without_exception(path: str) -> None:
     assert not at.exception, [e.value for e in at.exception]
     assert at.title, f"{path} has no title"
     assert share_link(at)  # every page ends with ui.finish(): notices, link, settings
+    # deploy/preload.py gives the Plotly head start to exactly the pages that open on a Plotly chart
+    url_path = "" if path == "app.py" else re.sub(r"^\d+_", "", Path(path).stem)
+    assert bool(at.get("plotly_chart")) is (url_path not in NO_CHART_AT_OPEN), url_path
 
 
 def test_compare_controls_exist_and_the_url_seeds_them() -> None:

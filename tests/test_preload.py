@@ -96,9 +96,10 @@ def test_everything_else_passes_through_unchanged(content_type: str, status: int
 
 
 @pytest.mark.parametrize(
-    ("path", "root", "injected"), [("/", "", False), ("/app/", "/app", False), ("/app/VCC", "/app", True)]
+    ("path", "root", "injected"),
+    [("/", "", False), ("/app/", "/app", False), ("/app/VCC", "/app", True), ("/Scaling", "", False)],
 )
-def test_home_has_no_chart_so_its_document_is_left_alone(path: str, root: str, injected: bool) -> None:
+def test_pages_that_open_without_a_chart_are_left_alone(path: str, root: str, injected: bool) -> None:
     app = preload.PreloadPlotly(responder(DOCUMENT, content_type="text/html"), CHUNK)
     _, body = call(app, path=path, root=root)
     assert (CHUNK.encode() in body) is injected
