@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import gzip
 import re
 from typing import Any
@@ -12,6 +13,12 @@ import pytest
 from deploy import preload
 
 CHUNK = "PlotlyChart.abc123.js"
+
+
+def run(coroutine: Any) -> None:
+    """asyncio.run in a thread of its own: the browser tests leave Playwright's event loop running in this one."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(asyncio.run, coroutine).result()
 
 
 def call(app: Any, *, method: str = "GET", path: str = "/Compare", root: str = "") -> tuple[dict[str, Any], bytes]:
@@ -25,7 +32,7 @@ def call(app: Any, *, method: str = "GET", path: str = "/Compare", root: str = "
         messages.append(message)
 
     scope = {"type": "http", "method": method, "path": path, "root_path": root, "headers": [], "query_string": b""}
-    asyncio.run(app(scope, receive, send))
+    run(app(scope, receive, send))
     start = next(m for m in messages if m["type"] == "http.response.start")
     body = b"".join(m.get("body", b"") for m in messages if m["type"] == "http.response.body")
     return start, body
@@ -121,7 +128,7 @@ def test_websockets_pass_through() -> None:
     async def inner(scope: dict[str, Any], receive: Any, send: Any) -> None:
         seen.append(scope["type"])
 
-    asyncio.run(preload.PreloadPlotly(inner, CHUNK)({"type": "websocket", "path": "/_stcore/stream"}, None, None))
+    run(preload.PreloadPlotly(inner, CHUNK)({"type": "websocket", "path": "/_stcore/stream"}, None, None))
     assert seen == ["websocket"]
 
 
