@@ -1329,9 +1329,10 @@ def measure_plain(claim_id: str, which: str, seed: int = 0, text: str | None = N
     return {"value": m.value, "verdict": m.verdict, "detail": m.detail}
 
 
-# Rough seconds per claim and input on the reference 2-core CPU (benchmarks/results/claims.json: fast claims take
-# 0.02-2 s, slow ones 1-18 s); only used for the scheduler's light/heavy split and the queue's estimate.
-FAST_SECONDS = 0.5
+# Rough seconds per claim and input on the reference 2-core CPU, for the scheduler's light/heavy split, the queue's
+# estimate and the page's button. Measured one after another: the 53 fast measurements of every paper took 8.2 s
+# (mean 0.15 s, median 0.03 s, most 2.2 s: the first real-model load); slow ones take 1-18 s (claims.json).
+FAST_SECONDS = 0.2
 SLOW_SECONDS = 6.0
 
 
@@ -1410,6 +1411,7 @@ def markdown(results: Sequence[ClaimResult]) -> str:
 # The Paper claims page measures claims as plain dicts (``measure_plain``), keyed by ``result_key``.
 
 NOT_RUN = {"value": None, "verdict": "not run", "detail": "slow: turn on the slow claims"}
+NOT_YET = {"value": None, "verdict": "not measured yet", "detail": "waiting for its button"}
 
 
 def of_papers(paper_keys: Sequence[str]) -> list[Claim]:

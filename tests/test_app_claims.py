@@ -1,5 +1,6 @@
-"""AppTest checks of the Paper claims page: it renders, shows the claims table with verdicts, and its controls
-are bound to the URL. Only the cheap rank-vs-heads claims run here (the full table is tested in test_claims.py)."""
+"""AppTest checks of the Paper claims page: it renders, shows the claims table with verdicts, its controls are bound
+to the URL, and long measurements wait for their button. Only the cheap rank-vs-heads claims run here (the full table
+is tested in test_claims.py)."""
 
 from __future__ import annotations
 
@@ -18,16 +19,42 @@ TIMEOUT = 240
 PAGE = "pages/9_Paper_claims.py"
 
 
-def run_page(**params: str | list[str]) -> AppTest:
+def run_page(*, measure: bool = False, **params: str | list[str]) -> AppTest:
+    """The page opened on ``params``; with ``measure``, then its Measure button pressed."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     at.switch_page(PAGE)
     for key, value in params.items():
         at.query_params[key] = value
-    return at.run()
+    at.run()
+    if measure and not at.exception:
+        at.button(key="measure").click().run()
+    return at
+
+
+def verdict_table(at: AppTest):  # type: ignore[no-untyped-def]
+    return next(df.value for df in at.dataframe if "verdict" in getattr(df.value, "columns", []))
+
+
+def test_long_measurements_wait_for_the_button(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """At the defaults (every paper, about 12 s on 2 cores) the table opens at once with nothing measured."""
+
+    def not_now(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("measured before the button was pressed")
+
+    monkeypatch.setattr(claims, "measure_plain", not_now)
+    at = run_page(seed="71")  # a seed no other test measures: nothing in the shared cache
+    assert not at.exception, [e.value for e in at.exception]
+    table = verdict_table(at)
+    assert len(table) == len(claims.of_papers(list(claims.PAPERS)))
+    fast = [c for c in claims.of_papers(list(claims.PAPERS)) if not c.slow]
+    assert (table["verdict"] == claims.NOT_YET["verdict"]).sum() == len(fast)
+    assert not at.button(key="measure").disabled
+    assert any("press **Measure the claims**" in i.value for i in at.info)
+    assert any("already in the server's shared cache" in c.value for c in at.caption)
 
 
 def test_page_renders_the_claims_table() -> None:
-    at = run_page(papers="rank-vs-heads", slow="true")
+    at = run_page(papers="rank-vs-heads", slow="true", measure=True)
     assert not at.exception, [e.value for e in at.exception]
     assert at.title[0].value == "Paper claims"
     assert at.toggle(key="slow").value is True
@@ -87,4 +114,12 @@ def test_claims_are_measured_once_then_served_from_the_shared_cache(monkeypatch)
     monkeypatch.setattr(claims, "measure_plain", only_new)
     third = run_page(papers="rank-vs-heads", seed="5", slow="true")
     assert not third.exception, [e.value for e in third.exception]
+    assert measured == [], "the slow claims (estimated above the page's limit) ran before their button"
+    waiting = (set(tables[0]["verdict"]) - {"not run"}) | {claims.NOT_YET["verdict"]}
+    assert set(verdict_table(third)["verdict"]) == waiting
+    third.button(key="measure").click().run()
+    assert not third.exception, [e.value for e in third.exception]
     assert sorted(measured) == sorted(slow)
+    third.run()
+    assert not third.exception, [e.value for e in third.exception]
+    assert third.button(key="measure").disabled  # everything measured: nothing left to start

@@ -1,13 +1,20 @@
-"""The Paper claims page's sections: the verdict table coloured by verdict, its counts, and the skipped claims."""
+"""The Paper claims page's sections: the measurements (cached, or started by a button when they take long), the
+verdict table coloured by verdict, its counts, and the skipped claims."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
+import ui
 from core import claims
+from ui import result_cache
+
+AUTO_SECONDS = 3.0  # claims estimated above this wait for the button: the table never waits long on a fresh server
+MEASURE_LABEL = "Measure the claims"
 
 COLOURS = {
     claims.HOLDS: "background-color: rgba(46, 160, 67, 0.25)",
@@ -24,6 +31,57 @@ def _verdict_colour(value: Any) -> str:
 def _measured_colour(value: Any) -> str:
     """Cells read "<value> (<verdict>)"."""
     return next((c for k, c in COLOURS.items() if str(value).endswith(f"({k})")), "")
+
+
+def measured_claims(
+    selected: Sequence[claims.Claim], with_slow: bool, with_real: bool, seed: int, text: str | None
+) -> dict[str, dict[str, Any]]:
+    """Every due claim's result by ``claims.result_key``: from the shared cache; the rest measured now when cheap,
+    else after the button (until then they read "not measured yet"). Each claim and input is cached on its own, so
+    another selection, or a run that was stopped, reuses what was measured."""
+    todo: dict[str, list[tuple[str, str]]] = {}
+    found: dict[str, dict[str, Any]] = {}
+    total = 0
+    for paper in dict.fromkeys(claim.paper for claim in selected):
+        for claim_id, which in claims.due(selected, paper, with_slow, with_real):
+            total += 1
+            hit = result_cache.get("paper_claim", (claim_id, which, seed, text))
+            if hit is None:
+                todo.setdefault(paper, []).append((claim_id, which))
+            else:
+                found[claims.result_key(claim_id, which)] = hit
+    missing = [pair for pairs in todo.values() for pair in pairs]
+    seconds = sum(claims.estimate_seconds(claims.get(claim_id), (which,)) for claim_id, which in missing)
+    rest = f" Estimated time for the rest: about {seconds:.0f} s on a 2-core CPU." if missing else ""
+    st.caption(f"{total} measurements, {total - len(missing)} of them already in the server's shared cache.{rest}")
+    clicked = st.button(
+        MEASURE_LABEL, key="measure", type="primary", icon=":material/play_arrow:", disabled=not missing
+    )
+    if missing and (clicked or seconds <= AUTO_SECONDS):
+        for paper, pairs in todo.items():
+            found.update(_measure_paper(paper, pairs, seed, text))
+    elif missing:
+        st.info(f"Estimated {seconds:.0f} s: press **{MEASURE_LABEL}** to start (the results are cached afterwards).")
+        found.update({claims.result_key(claim_id, which): claims.NOT_YET for claim_id, which in missing})
+    return found
+
+
+def _measure_paper(paper: str, due: list[tuple[str, str]], seed: int, text: str | None) -> dict[str, dict[str, Any]]:
+    """One paper's claims as one scheduled job (queued, with progress and Cancel), each claim cached on its own."""
+
+    def work(report: Any) -> dict[str, dict[str, Any]]:
+        out = {}
+        for i, (claim_id, which) in enumerate(due):
+            report(i / len(due), f"{claim_id} ({which})")
+            out[claims.result_key(claim_id, which)] = result_cache.cached(
+                "paper_claim",
+                (claim_id, which, seed, text),
+                lambda cid=claim_id, w=which: claims.measure_plain(cid, w, seed, text),
+            )
+        return out
+
+    estimate = sum(claims.estimate_seconds(claims.get(c), (w,)) for c, w in due)
+    return ui.run_heavy("paper_claims", (paper, tuple(due), seed, text), work, estimate, title=f"Measuring {paper}")
 
 
 def draw_table(table: pd.DataFrame, failing_real: list[str]) -> None:
