@@ -9,7 +9,14 @@ Everything else is Streamlit's: routes, static files, websocket, gzip and the sc
 
 from __future__ import annotations
 
+import os
 import sys
+
+# Set before torch loads (the pages import it): OpenMP threads that finish their share of an operation sleep at once
+# instead of spinning. The server shares its cores between sessions, its event loop and, on one machine, a browser;
+# spinning threads took those cores (on the 2-core reference CPU a new temperature on Compare drew in about 1.4 s
+# with spinning threads and about 0.9 s without). The benchmarks run with the same policy.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from pathlib import Path
 
 import streamlit as st
