@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.load import app_server, baseline_tree  # noqa: E402
-from tests.browser.helpers import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+from tests.browser.helpers import CHROMIUM, CHROMIUM_ARGS, on_script_finished  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 VIEWPORT = {"width": 1400, "height": 1000}
@@ -122,22 +122,8 @@ SETTLE_S = 1.5  # after the run: a chart component that mounts later than this i
 
 def record_run_endings(page: Any) -> list[float]:
     """perf_counter times at which the page received Streamlit's ``script_finished`` message (filled as they come)."""
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
     endings: list[float] = []
-
-    def on_frame(payload: Any) -> None:
-        if not isinstance(payload, bytes | bytearray):
-            return
-        message = ForwardMsg()
-        try:
-            message.ParseFromString(bytes(payload))
-        except Exception:  # noqa: BLE001 - not a ForwardMsg
-            return
-        if message.WhichOneof("type") == "script_finished":
-            endings.append(time.perf_counter())
-
-    page.on("websocket", lambda ws: ws.on("framereceived", on_frame))
+    on_script_finished(page, lambda status: endings.append(time.perf_counter()))
     return endings
 
 

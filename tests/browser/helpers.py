@@ -6,10 +6,10 @@ Import in a browser test with ``from .helpers import wait_for_app, save_screensh
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from deploy.processes import Process, app_server
 
@@ -34,6 +34,25 @@ APP_TIMEOUT_MS = 90_000  # first run of a page imports torch and computes; 2 slo
 
 
 StreamlitServer = Process  # name, url, process, log_path, log_tail()
+
+
+def on_script_finished(page: Page, callback: Callable[[str], None]) -> None:
+    """Call ``callback(status)`` whenever the page receives Streamlit's ``script_finished`` message (the end of a
+    run); ``status`` is its name, e.g. FINISHED_SUCCESSFULLY or FINISHED_FRAGMENT_RUN_SUCCESSFULLY."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    def on_frame(payload: Any) -> None:
+        if not isinstance(payload, bytes | bytearray):
+            return
+        message = ForwardMsg()
+        try:
+            message.ParseFromString(bytes(payload))
+        except Exception:  # noqa: BLE001 - not a ForwardMsg (e.g. a ping)
+            return
+        if message.WhichOneof("type") == "script_finished":
+            callback(ForwardMsg.ScriptFinishedStatus.Name(message.script_finished))
+
+    page.on("websocket", lambda ws: ws.on("framereceived", on_frame))
 
 
 @contextmanager

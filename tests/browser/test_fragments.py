@@ -14,9 +14,8 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import Page
-from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from .helpers import streamlit_server, wait_for_app
+from .helpers import on_script_finished, streamlit_server, wait_for_app
 
 FRAGMENT_ONLY = {"FINISHED_FRAGMENT_RUN_SUCCESSFULLY"}
 
@@ -24,19 +23,7 @@ FRAGMENT_ONLY = {"FINISHED_FRAGMENT_RUN_SUCCESSFULLY"}
 def record_run_endings(page: Page) -> list[str]:
     """Names of the ``script_finished`` statuses the page receives, in order (filled as messages arrive)."""
     endings: list[str] = []
-
-    def on_frame(payload: Any) -> None:
-        if not isinstance(payload, bytes | bytearray):
-            return
-        message = ForwardMsg()
-        try:
-            message.ParseFromString(bytes(payload))
-        except Exception:  # noqa: BLE001 - not a ForwardMsg (e.g. a ping)
-            return
-        if message.WhichOneof("type") == "script_finished":
-            endings.append(ForwardMsg.ScriptFinishedStatus.Name(message.script_finished))
-
-    page.on("websocket", lambda ws: ws.on("framereceived", on_frame))
+    on_script_finished(page, endings.append)
     return endings
 
 
