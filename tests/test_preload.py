@@ -150,3 +150,22 @@ def test_no_chunk_means_no_change(tmp_path: Any) -> None:
     app.tag = None  # as when the installed Streamlit has no PlotlyChart chunk
     _, body = call(app)
     assert body == DOCUMENT
+
+
+def test_the_server_sets_a_passive_openmp_wait_policy_before_torch_loads() -> None:
+    """deploy/serve.py sets OMP_WAIT_POLICY=PASSIVE, which libgomp reads only when torch loads, so torch must not
+    be loaded yet; a policy given by the operator is kept."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    probe = "import os, sys, deploy.serve; print(os.environ['OMP_WAIT_POLICY'], 'torch' in sys.modules)"
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    run = lambda extra: subprocess.run(  # noqa: E731
+        [sys.executable, "-c", probe], cwd=root, env={**env, **extra}, capture_output=True, text=True, timeout=120
+    )
+    default = run({})
+    assert default.stdout.split() == ["PASSIVE", "False"], default.stderr
+    assert run({"OMP_WAIT_POLICY": "ACTIVE"}).stdout.split() == ["ACTIVE", "False"]
