@@ -169,3 +169,19 @@ def test_the_server_sets_a_passive_openmp_wait_policy_before_torch_loads() -> No
     default = run({})
     assert default.stdout.split() == ["PASSIVE", "False"], default.stderr
     assert run({"OMP_WAIT_POLICY": "ACTIVE"}).stdout.split() == ["ACTIVE", "False"]
+    # `streamlit run app.py` (and AppTest) do not go through deploy/serve.py: there `import ui` must load core,
+    # which sets the same default, before anything loads torch.
+    hook = (
+        "import builtins, os, sys\n"
+        "real = builtins.__import__\n"
+        "def spy(name, *a, **k):\n"
+        "    if name.split('.')[0] == 'torch' and 'torch' not in sys.modules:\n"
+        "        print('at torch load:', os.environ.get('OMP_WAIT_POLICY'))\n"
+        "    return real(name, *a, **k)\n"
+        "builtins.__import__ = spy\n"
+        "import ui\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", hook], cwd=root, env=env, capture_output=True, text=True, timeout=120
+    ).stdout
+    assert out.splitlines()[0] == "at torch load: PASSIVE", out
