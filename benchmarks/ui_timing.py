@@ -4,15 +4,16 @@
     python -m benchmarks.ui_timing --quick              # n = 128, one repeat, working tree only (a smoke run)
 
 For each tree a fresh server (empty result cache) runs the README's app command. What is timed (wall clock in the
-driver, from the browser action to the finished render; medians over the repeats):
+driver, from the browser action to the finished render; medians over the repeats, whose count the table shows):
 - first chart (cold): the first visit of a page on a fresh server, in a new browser context (empty browser cache),
   until its first chart (Plotly, Vega-Lite, an image, or a table on pages without charts) is drawn, as stamped in
-  the page by a MutationObserver;
+  the page by a MutationObserver; repeated on ``--cold-rounds`` fresh servers (default 3), since one first visit
+  varies by several tenths of a second;
 - open (cold): the same visit until the script run is over (Streamlit's ``script_finished`` message) and every
   Plotly chart is drawn, including chart components that mount after the run has ended;
 - open (warm): the same link in a new tab (a new Streamlit session), with the server's caches filled;
-- Compare's temperature slider, one ArrowRight (a value never computed) and one ArrowLeft (a cached value);
-- Compare's Performer feature-count knob (only that method recomputes);
+- Compare's temperature slider, five ArrowRight (values never computed), then five ArrowLeft (cached values);
+- Compare's Performer feature-count knob, five values (only that method recomputes);
 - the temperature scrubber (``?scrub=1``), where the tree has one: a click on the next step of its slider until the
   heatmap's frame has changed in the browser (client-side: no server round trip).
 
@@ -198,68 +199,83 @@ def scrubber_steps(browser: Any, url: str, repeats: int) -> list[float] | None:
         context.close()
 
 
-def run_tree(root: Path, label: str, quick: bool) -> list[dict[str, Any]]:
+def interactions(browser: Any, server_url: str, query: str, repeats: int, add: Any) -> None:
+    """Compare's temperature slider (new values, then cached ones), its Performer knob and the scrubber."""
+    _, _, page, context = open_page(browser, f"{server_url}/Compare{query}", charts=True)
+    # Right from the default tau reaches temperatures never computed; left walks back over cached ones.
+    cold_moves = [press_slider(page, "Temperature τ", "ArrowRight") for _ in range(repeats)]
+    warm_moves = [press_slider(page, "Temperature τ", "ArrowLeft") for _ in range(repeats)]
+    add("Compare", "temperature slider (cold: new value)", cold_moves)
+    add("Compare", "temperature slider (warm: cached value)", warm_moves)
+    knob = []
+    page.get_by_text("Method knobs").first.click()
+    page.get_by_role("tab", name="Performer (FAVOR+)").click()
+    before = metrics(page)
+    page.get_by_text("Linked to budget").first.click()  # the Performer tab comes first
+    wait_rerun(page, before)
+    for value in ("20", "24", "28", "32", "36", "40", "44")[:repeats]:
+        box = page.get_by_label("features", exact=True).first
+        before = metrics(page)
+        start = time.perf_counter()
+        box.fill(value)
+        box.press("Enter")
+        wait_rerun(page, before)
+        knob.append(time.perf_counter() - start)
+    add("Compare", "Performer features knob", knob)
+    context.close()
+
+    sep = "&" if query else "?"
+    steps = scrubber_steps(browser, f"{server_url}/Compare{query}{sep}scrub=1", max(repeats, 5))
+    if steps is not None:
+        add("Compare", "scrubber step (client-side)", steps)
+
+
+def run_tree(root: Path, label: str, quick: bool, cold_rounds: int = 1) -> list[dict[str, Any]]:
+    """Every page's cold and warm open, then the interactions. The cold opens are repeated on ``cold_rounds``
+    fresh servers (each with an empty result cache), so their medians are over that many first visits."""
     from playwright.sync_api import sync_playwright
 
     n = 128 if quick else 512
-    repeats = 1 if quick else 3
+    warm_repeats = 1 if quick else 3
+    moves = 1 if quick else 5
     query = f"?n={n}" if quick else ""
-    rows: list[dict[str, Any]] = []
+    found: dict[tuple[str, str], list[float]] = {}
 
     def add(page_label: str, what: str, seconds: list[float]) -> None:
-        rows.append({"tree": label, "page": page_label, "what": what, "seconds": seconds})
+        found.setdefault((page_label, what), []).extend(seconds)
 
-    with app_server(root) as server, sync_playwright() as playwright:
+    with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=list(CHROMIUM_ARGS))
-        for page_label, path in page_paths(root).items():
-            url = f"{server.url}/{path}{query}"
-            charts = bool(path)  # the home page has no charts
-            first, cold, page, context = open_page(browser, url, charts=charts)
-            page.close()
-            warm = []
-            for _ in range(repeats):  # same browser context, new tab: a new session on filled caches
-                _, seconds, page, _ = open_page(browser, url, charts=charts, context=context)
-                warm.append(seconds)
-                page.close()
-            context.close()
-            if first is not None:
-                add(page_label, "first chart (cold)", [first])
-            add(page_label, "open (cold)", [cold])
-            add(page_label, "open (warm)", warm)
-            warm_s = statistics.median(warm)
-            print(f"[{label}] {page_label}: first chart {first}, cold {cold:.2f} s, warm {warm_s:.2f} s", flush=True)
-
-        _, _, page, context = open_page(browser, f"{server.url}/Compare{query}", charts=True)
-        # Right from the default tau reaches temperatures never computed; left walks back over cached ones.
-        cold_moves = [press_slider(page, "Temperature τ", "ArrowRight") for _ in range(repeats)]
-        warm_moves = [press_slider(page, "Temperature τ", "ArrowLeft") for _ in range(repeats)]
-        add("Compare", "temperature slider (cold: new value)", cold_moves)
-        add("Compare", "temperature slider (warm: cached value)", warm_moves)
-        knob = []
-        page.get_by_text("Method knobs").first.click()
-        page.get_by_role("tab", name="Performer (FAVOR+)").click()
-        before = metrics(page)
-        page.get_by_text("Linked to budget").first.click()  # the Performer tab comes first
-        wait_rerun(page, before)
-        for value in ("20", "24", "28", "32", "36")[:repeats]:
-            box = page.get_by_label("features", exact=True).first
-            before = metrics(page)
-            start = time.perf_counter()
-            box.fill(value)
-            box.press("Enter")
-            wait_rerun(page, before)
-            knob.append(time.perf_counter() - start)
-        add("Compare", "Performer features knob", knob)
-        context.close()
-
-        sep = "&" if query else "?"
-        steps = scrubber_steps(browser, f"{server.url}/Compare{query}{sep}scrub=1", max(repeats, 5))
-        if steps is not None:
-            add("Compare", "scrubber step (client-side)", steps)
+        for round_index in range(cold_rounds):
+            with app_server(root) as server:
+                for page_label, path in page_paths(root).items():
+                    url = f"{server.url}/{path}{query}"
+                    charts = bool(path)  # the home page has no charts
+                    first, cold, page, context = open_page(browser, url, charts=charts)
+                    page.close()
+                    warm = []
+                    for _ in range(warm_repeats if round_index == 0 else 0):  # a new tab: a new session, filled caches
+                        _, seconds, page, _ = open_page(browser, url, charts=charts, context=context)
+                        warm.append(seconds)
+                        page.close()
+                    context.close()
+                    if first is not None:
+                        add(page_label, "first chart (cold)", [first])
+                    add(page_label, "open (cold)", [cold])
+                    if warm:
+                        add(page_label, "open (warm)", warm)
+                    print(
+                        f"[{label}, round {round_index + 1}] {page_label}: first chart {first}, cold {cold:.2f} s"
+                        + (f", warm {statistics.median(warm):.2f} s" if warm else ""),
+                        flush=True,
+                    )
+                if round_index == 0:
+                    interactions(browser, server.url, query, moves, add)
         browser.close()
-    for row in rows:
-        row["median_s"] = statistics.median(row["seconds"])
-    return rows
+    return [
+        {"tree": label, "page": page, "what": what, "seconds": seconds, "median_s": statistics.median(seconds)}
+        for (page, what), seconds in found.items()
+    ]
 
 
 def table(rows: list[dict[str, Any]], labels: list[str]) -> list[dict[str, Any]]:
@@ -268,6 +284,7 @@ def table(rows: list[dict[str, Any]], labels: list[str]) -> list[dict[str, Any]]
     for row in rows:
         line = keyed.setdefault((row["page"], row["what"]), {"page": row["page"], "what": row["what"]})
         line[row["tree"]] = row["median_s"]
+        line[f"{row['tree']} samples"] = len(row["seconds"])
     for line in keyed.values():
         first, last = line.get(labels[0]), line.get(labels[-1])
         line["ratio"] = last / first if len(labels) > 1 and first and last is not None else None
@@ -279,13 +296,15 @@ def markdown(lines: list[dict[str, Any]], labels: list[str], command: str) -> st
     def fmt(value: Any) -> str:
         return "—" if value is None else f"{value:.2f}"
 
-    head = ["page", "what", *[f"{label} median s" for label in labels]]
+    head = ["page", "what", "samples", *[f"{label} median s" for label in labels]]
     if len(labels) > 1:
         head.append("now / before")
     head.append("target s")
     out = [f"`{command}`", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for line in lines:
-        cells = [line["page"], line["what"], *[fmt(line.get(label)) for label in labels]]
+        counts = sorted({line.get(f"{label} samples") for label in labels} - {None})
+        samples = " / ".join(str(c) for c in counts)
+        cells = [line["page"], line["what"], samples, *[fmt(line.get(label)) for label in labels]]
         if len(labels) > 1:
             cells.append("—" if line["ratio"] is None else f"{line['ratio']:.2f}×")
         target = line["target_s"]
@@ -298,10 +317,15 @@ def markdown(lines: list[dict[str, Any]], labels: list[str], command: str) -> st
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="n = 128 and one repeat")
+    parser.add_argument(
+        "--cold-rounds", type=int, help="fresh servers whose first visits are timed (default 3; 1 with --quick)"
+    )
     parser.add_argument("--baseline", help="a git ref timed first, in the same run, e.g. aa2bdd5")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--name", default="ui_timing", help="file name of the results (without suffix)")
     args = parser.parse_args(argv)
+    if args.cold_rounds is None:
+        args.cold_rounds = 1 if args.quick else 3
     command = "python -m benchmarks.ui_timing " + " ".join(sys.argv[1:] if argv is None else argv)
     load_start = os.getloadavg()
     rows: list[dict[str, Any]] = []
@@ -309,14 +333,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.baseline:
         label = f"before ({args.baseline})"
         with baseline_tree(args.baseline) as tree:
-            rows += run_tree(tree, label, args.quick)
+            rows += run_tree(tree, label, args.quick, args.cold_rounds)
         labels.append(label)
-    rows += run_tree(ROOT, "now", args.quick)
+    rows += run_tree(ROOT, "now", args.quick, args.cold_rounds)
     labels.append("now")
     lines = table(rows, labels)
     result = {
         "command": command.strip(),
-        "settings": {"n": 128 if args.quick else 512, "repeats": 1 if args.quick else 3, "viewport": VIEWPORT},
+        "settings": {
+            "n": 128 if args.quick else 512,
+            "warm_repeats": 1 if args.quick else 3,
+            "moves": 1 if args.quick else 5,
+            "cold_rounds": args.cold_rounds,
+            "viewport": VIEWPORT,
+        },
         "machine": {
             "platform": platform.platform(),
             "cpus": os.cpu_count(),
