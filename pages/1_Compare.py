@@ -6,7 +6,7 @@ import streamlit as st
 
 import ui
 from core import limits
-from ui import timing
+from ui import prefetch, timing
 from ui.figures import compare as figs
 from ui.panels import compare as panels
 from ui.presets import COMPARE_METHODS
@@ -100,6 +100,9 @@ def results(s: ui.Settings, methods: list[str], log_colour: bool, view: str, res
             f"Each cell is downsampled to at most {grid_side} × {grid_side} (block maximum). "
             "Heads are independent draws (synthetic) or the layer's 12 heads (real model)."
         )
+    # The temperatures one slider step away, computed while the server is idle (ui/prefetch.py).
+    done = {m: keys[m] for m in methods if not results[m].error_message}
+    prefetch.compare_neighbours(s.spec, s.tau, s.device_name, done, s.seed, ui.TAU_OPTIONS)
     with st.expander("Data and settings behind this page"):
         st.download_button(
             "Metrics table (CSV)",

@@ -15,6 +15,9 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 # Tests never read or fill the app's own result cache: a fresh shared-cache directory per test run.
 os.environ.setdefault("ATTN_EXPLORER_CACHE_DIR", tempfile.mkdtemp(prefix="attn-explorer-test-cache-"))
+# No work done ahead in the background (ui/prefetch.py) while other tests count computations or swap cache folders;
+# tests/test_prefetch.py turns it on for itself.
+os.environ.setdefault("ATTN_EXPLORER_PREFETCH", "0")
 
 # CI has 2 cores; a fixed count also keeps float reductions reproducible between machines.
 torch.set_num_threads(2)

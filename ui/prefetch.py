@@ -1,0 +1,129 @@
+"""Work done ahead while the server is idle: Compare's methods at the temperatures one slider step either side of
+the one shown, so that the next step of the temperature slider finds them in the shared cache. A cached value
+redraws in about 0.6 s on the 2-core reference machine, a new one in about 1.1 s (benchmarks/results/ui_timing.md).
+
+One daemon thread and a short queue. A task waits until no script run is in progress (a class
+of sessions keeps the server busy, so then nothing is done ahead), stops between methods when a run starts, and is
+dropped, not queued, when the queue is full. It makes the same call with the same cache key as the page, so a value
+done ahead is the value the page would compute. ``ATTN_EXPLORER_PREFETCH=0`` turns it off.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ui import result_cache
+
+QUEUE_SIZE = 4
+IDLE_WAIT_S = 5.0  # a task still waiting for an idle server after this long is dropped
+POLL_S = 0.05
+
+_log = logging.getLogger(__name__)
+_tasks: queue.Queue[tuple[Any, ...]] = queue.Queue(maxsize=QUEUE_SIZE)
+_lock = threading.Lock()
+_worker: threading.Thread | None = None
+
+
+def enabled() -> bool:
+    return os.environ.get("ATTN_EXPLORER_PREFETCH", "1").strip().lower() not in {"0", "false", "no", "off"}
+
+
+def neighbours(value: float, options: Sequence[float]) -> list[float]:
+    """The grid values one step below and above ``value`` (one at an end of the grid; none for a value off it)."""
+    ordered = sorted(options)
+    if value not in ordered:
+        return []
+    index = ordered.index(value)
+    return [ordered[i] for i in (index - 1, index + 1) if 0 <= i < len(ordered)]
+
+
+def runs_in_progress() -> int:
+    """Script runs in progress in this process: Streamlit starts one thread of this name per run."""
+    return sum(1 for t in threading.enumerate() if t.name == "ScriptRunner.scriptThread" and t.is_alive())
+
+
+def compare_neighbours(
+    spec: Any, tau: float, device_name: str, methods: dict[str, tuple], seed: int, options: Sequence[float]
+) -> int:
+    """Queue ``methods`` (name -> params key, as ``Settings.run`` keys them) at the temperatures next to ``tau``;
+    only light methods that are not cached yet. Returns how many temperatures were queued."""
+    if not enabled():
+        return 0
+    from ui import compute
+    from ui.jobs import LIGHT_SECONDS
+
+    queued = 0
+    for neighbour in neighbours(tau, options):
+        beta = 1.0 / neighbour  # as Settings.beta computes it: the same cache key
+        todo = tuple(
+            (method, params)
+            for method, params in methods.items()
+            if compute.method_seconds(spec, method, dict(params)) <= LIGHT_SECONDS
+            and result_cache.get("run_method", (spec, beta, device_name, method, params, seed)) is None
+        )
+        if todo and _submit((spec, beta, device_name, todo, seed)):
+            queued += 1
+    return queued
+
+
+def _submit(task: tuple[Any, ...]) -> bool:
+    global _worker
+    with _lock:
+        if _worker is None or not _worker.is_alive():
+            _worker = threading.Thread(target=_loop, name="attn-prefetch", daemon=True)
+            _worker.start()
+    try:
+        _tasks.put_nowait(task)
+    except queue.Full:
+        return False
+    return True
+
+
+def _loop() -> None:
+    while True:
+        task = _tasks.get()
+        try:
+            _run(*task)
+        except Exception:  # noqa: BLE001 - work done ahead must never take the server down
+            _log.exception("prefetch failed")
+        finally:
+            _tasks.task_done()
+
+
+def _wait_for_idle() -> bool:
+    deadline = time.monotonic() + IDLE_WAIT_S
+    while runs_in_progress():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(POLL_S)
+    return True
+
+
+def _run(spec: Any, beta: float, device_name: str, todo: tuple, seed: int) -> None:
+    from ui import compute
+
+    for method, params in todo:  # the server's own thread count: the time column stays comparable
+        if not _wait_for_idle():
+            return
+        key = (spec, beta, device_name, method, params, seed)
+        if result_cache.get("run_method", key) is not None:
+            continue
+        result = compute._run_method(spec, beta, device_name, method, params, seed)
+        if result.error_message is None:
+            result_cache.put_soon("run_method", key, result)
+
+
+def wait_idle(timeout_s: float = 60.0) -> bool:
+    """Wait until every queued task has finished (for tests); False on timeout."""
+    deadline = time.monotonic() + timeout_s
+    while _tasks.unfinished_tasks:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(POLL_S)
+    return True
