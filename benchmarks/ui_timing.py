@@ -12,7 +12,9 @@ driver, from the browser action to the finished render; medians over the repeats
 - open (cold): the same visit until the script run is over (Streamlit's ``script_finished`` message) and every
   Plotly chart is drawn, including chart components that mount after the run has ended;
 - open (warm): the same link in a new tab (a new Streamlit session), with the server's caches filled;
-- Compare's temperature slider, five ArrowRight (values never computed), then five ArrowLeft (cached values);
+- Compare's temperature slider, five ArrowRight (values not shown before; the server may have computed them ahead,
+  ui/prefetch.py), then five ArrowLeft (cached values); and five ArrowRight on a server with nothing computed ahead
+  (``ATTN_EXPLORER_PREFETCH=0``);
 - Compare's Performer feature-count knob, five values (only that method recomputes);
 - the temperature scrubber (``?scrub=1``), where the tree has one: a click on the next step of its slider until the
   heatmap's frame has changed in the browser (client-side: no server round trip).
@@ -30,6 +32,8 @@ import re
 import statistics
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +50,7 @@ TIMEOUT_MS = 240_000
 TARGETS = {
     "first chart (cold)": 2.5,
     "temperature slider (cold: new value)": 0.7,
+    "temperature slider (new value, nothing done ahead)": 0.7,
     "Performer features knob": 0.5,
     "scrubber step (client-side)": 0.2,
 }
@@ -199,6 +204,21 @@ def scrubber_steps(browser: Any, url: str, repeats: int) -> list[float] | None:
         context.close()
 
 
+@contextmanager
+def environment(**values: str) -> Iterator[None]:
+    """Set environment variables (inherited by a server started inside), then restore them."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def interactions(browser: Any, server_url: str, query: str, repeats: int, add: Any) -> None:
     """Compare's temperature slider (new values, then cached ones), its Performer knob and the scrubber."""
     _, _, page, context = open_page(browser, f"{server_url}/Compare{query}", charts=True)
@@ -271,6 +291,12 @@ def run_tree(root: Path, label: str, quick: bool, cold_rounds: int = 1) -> list[
                     )
                 if round_index == 0:
                     interactions(browser, server.url, query, moves, add)
+        # The same new temperatures with nothing computed ahead (ui/prefetch.py off; older trees have none).
+        with environment(ATTN_EXPLORER_PREFETCH="0"), app_server(root) as server:
+            _, _, page, context = open_page(browser, f"{server.url}/Compare{query}", charts=True)
+            fresh = [press_slider(page, "Temperature τ", "ArrowRight") for _ in range(moves)]
+            add("Compare", "temperature slider (new value, nothing done ahead)", fresh)
+            context.close()
         browser.close()
     return [
         {"tree": label, "page": page, "what": what, "seconds": seconds, "median_s": statistics.median(seconds)}
