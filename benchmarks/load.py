@@ -136,11 +136,12 @@ class Config:
 
 
 @contextmanager
-def app_server(root: Path, *, start_timeout_s: float = 90.0) -> Iterator[Server]:
-    """The README's app command from ``root`` on a free port, with an empty result-cache folder; stopped on exit."""
+def app_server(root: Path, *, start_timeout_s: float = 90.0, env: dict[str, str] | None = None) -> Iterator[Server]:
+    """The README's app command from ``root`` on a free port, with an empty result-cache folder; stopped on exit.
+    ``env``: extra environment variables for the server (e.g. ``{"ATTN_EXPLORER_PREFETCH": "0"}``)."""
     scratch = Path(tempfile.mkdtemp(prefix="loadbench-"))
     cache_dir = scratch / "results"  # not created here: its existence says the app has a shared cache
-    env = dict(os.environ, ATTN_EXPLORER_CACHE_DIR=str(cache_dir))
+    env = dict(os.environ, **(env or {}), ATTN_EXPLORER_CACHE_DIR=str(cache_dir))
     try:
         with processes.app_server(root, env=env, timeout_s=start_timeout_s) as app:
             yield Server(url=app.url, process=app.process, log_path=app.log_path, cache_dir=cache_dir)

@@ -15,14 +15,10 @@ so no step lands on a value either server has computed. Results: ``benchmarks/re
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import statistics
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,19 +26,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.load import app_server  # noqa: E402
-from benchmarks.ui_timing import CHARTS_DRAWN, TIMEOUT_MS, VIEWPORT, environment, metrics  # noqa: E402
+from benchmarks.ui_timing import CHARTS_DRAWN, TIMEOUT_MS, VIEWPORT, machine_facts, metrics, save_results  # noqa: E402
 from tests.browser.helpers import CHROMIUM, CHROMIUM_ARGS, on_script_finished  # noqa: E402
 from ui.sidebar import TAU_OPTIONS  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 LABELS = ("on", "off")
 WHAT = ("metrics shown", "run finished", "charts drawn")
-
-
-@contextmanager
-def server(prefetch: str) -> Iterator[Any]:
-    with environment(ATTN_EXPLORER_PREFETCH=prefetch), app_server(ROOT) as running:
-        yield running
 
 
 def step(page: Any, endings: list[float]) -> dict[str, float]:
@@ -79,7 +69,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         parser.error(f"--rounds x (--steps + 1) = {need} exceeds the {len(TAU_OPTIONS)} temperatures of the grid")
     seconds: dict[str, dict[str, list[float]]] = {label: {what: [] for what in WHAT} for label in LABELS}
     load_start = os.getloadavg()
-    with sync_playwright() as playwright, server("1") as on, server("0") as off:
+    with (
+        sync_playwright() as playwright,
+        app_server(ROOT, env={"ATTN_EXPLORER_PREFETCH": "1"}) as on,
+        app_server(ROOT, env={"ATTN_EXPLORER_PREFETCH": "0"}) as off,
+    ):
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=list(CHROMIUM_ARGS))
         urls = {"on": on.url, "off": off.url}
         for round_index in range(args.rounds):
@@ -127,20 +121,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     result = {
         "command": command.strip(),
         "settings": {"rounds": args.rounds, "steps": args.steps, "pause_s": args.pause},
-        "machine": {
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "load_average_at_start": load_start,
-            "load_average_at_end": os.getloadavg(),
-        },
+        "machine": machine_facts(load_start),
         "rows": rows,
         "seconds": seconds,
     }
-    print()
-    print(text)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "prefetch_ab.json").write_text(json.dumps(result, indent=2))
-    (args.out / "prefetch_ab.md").write_text(text)
+    save_results(args.out, "prefetch_ab", result, text)
     return result
 
 

@@ -12,9 +12,7 @@ work (Streamlit's boot, the Plotly chunk, drawing). Results: ``benchmarks/result
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -24,7 +22,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.ui_timing import FIRST_CHART, STAMPS, TIMEOUT_MS, VIEWPORT  # noqa: E402
+from benchmarks.ui_timing import FIRST_CHART, STAMPS, TIMEOUT_MS, VIEWPORT, machine_facts, save_results  # noqa: E402
 from deploy.processes import app_server  # noqa: E402
 from tests.browser.helpers import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 
@@ -88,19 +86,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     result = {
         "command": command.strip(),
         "repeats": args.repeats,
-        "machine": {
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "load_average_at_start": load_start,
-            "load_average_at_end": os.getloadavg(),
-        },
+        "machine": machine_facts(load_start),
         "rows": rows,
     }
-    print()
-    print(text)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "preload_ab.json").write_text(json.dumps(result, indent=2))
-    (args.out / "preload_ab.md").write_text(text)
+    save_results(args.out, "preload_ab", result, text)
     return result
 
 

@@ -32,8 +32,6 @@ import re
 import statistics
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -204,21 +202,6 @@ def scrubber_steps(browser: Any, url: str, repeats: int) -> list[float] | None:
         context.close()
 
 
-@contextmanager
-def environment(**values: str) -> Iterator[None]:
-    """Set environment variables (inherited by a server started inside), then restore them."""
-    saved = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
 def interactions(browser: Any, server_url: str, query: str, repeats: int, add: Any) -> None:
     """Compare's temperature slider (new values, then cached ones), its Performer knob and the scrubber."""
     _, _, page, context = open_page(browser, f"{server_url}/Compare{query}", charts=True)
@@ -248,6 +231,27 @@ def interactions(browser: Any, server_url: str, query: str, repeats: int, add: A
     steps = scrubber_steps(browser, f"{server_url}/Compare{query}{sep}scrub=1", max(repeats, 5))
     if steps is not None:
         add("Compare", "scrubber step (client-side)", steps)
+
+
+def machine_facts(load_start: tuple[float, float, float]) -> dict[str, Any]:
+    """The machine a browser benchmark ran on, with the load average at its start and now."""
+    return {
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "load_average_at_start": load_start,
+        "load_average_at_end": os.getloadavg(),
+    }
+
+
+def save_results(out: Path, name: str, result: dict[str, Any], text: str) -> None:
+    """Print the markdown table and write ``<name>.json`` and ``<name>.md`` under ``out``."""
+    print()
+    print(text)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(result, indent=2))
+    (out / f"{name}.md").write_text(text)
+    print(f"wrote {out / name}.json and .md")
 
 
 def run_tree(root: Path, label: str, quick: bool, cold_rounds: int = 1) -> list[dict[str, Any]]:
@@ -292,7 +296,7 @@ def run_tree(root: Path, label: str, quick: bool, cold_rounds: int = 1) -> list[
                 if round_index == 0:
                     interactions(browser, server.url, query, moves, add)
         # The same new temperatures with nothing computed ahead (ui/prefetch.py off; older trees have none).
-        with environment(ATTN_EXPLORER_PREFETCH="0"), app_server(root) as server:
+        with app_server(root, env={"ATTN_EXPLORER_PREFETCH": "0"}) as server:
             _, _, page, context = open_page(browser, f"{server.url}/Compare{query}", charts=True)
             fresh = [press_slider(page, "Temperature τ", "ArrowRight") for _ in range(moves)]
             add("Compare", "temperature slider (new value, nothing done ahead)", fresh)
@@ -373,25 +377,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "cold_rounds": args.cold_rounds,
             "viewport": VIEWPORT,
         },
-        "machine": {
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "load_average_at_start": load_start,
-            "load_average_at_end": os.getloadavg(),
-        },
+        "machine": machine_facts(load_start),
         "trees": labels,
         "rows": rows,
         "table": lines,
     }
-    text = markdown(lines, labels, result["command"])
-    print()
-    print(text)
+    save_results(args.out, args.name, result, markdown(lines, labels, result["command"]))
     print(f"load average (1, 5, 15 min) at start {load_start}, at end {result['machine']['load_average_at_end']}")
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{args.name}.json").write_text(json.dumps(result, indent=2))
-    (args.out / f"{args.name}.md").write_text(text)
-    print(f"wrote {args.out / args.name}.json and .md")
     return result
 
 

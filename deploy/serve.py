@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 # Set before torch loads (the pages import it): OpenMP threads that finish their share of an operation sleep at once
 # instead of spinning. The server shares its cores between sessions, its event loop and, on one machine, a browser;
 # spinning threads took those cores (on the 2-core reference CPU a new temperature on Compare drew in about 1.4 s
-# with spinning threads and about 0.9 s without). core/__init__.py sets the same default, but only takes effect
-# when it is imported before torch, and the pages' imports used to load torch first (ui.compute).
+# with spinning threads and about 0.9 s without). core/__init__.py sets the same default, but only where core is
+# imported before torch: a page run alone (Streamlit runs only the visited page's script) often imports torch first.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-from pathlib import Path
 
 import streamlit as st
 from starlette.middleware import Middleware

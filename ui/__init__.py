@@ -82,7 +82,7 @@ from typing import Any
 
 import streamlit as st
 
-import core  # noqa: F401 - before anything loads torch: core sets OpenMP's passive wait, read when torch loads
+import core  # noqa: F401 - before ui.compute loads torch: core sets OpenMP's passive wait (deploy/serve.py sets it for the server)
 from ui.compute import (
     DISPLAY_MAX,
     InputSpec,
