@@ -17,12 +17,12 @@ import torch.nn.functional as F
 
 from core import metrics, registry
 from core.approximation import approximate
+from core.device import chunk_elements
 from core.errors import ParameterError
 
 MAX_N = 2048  # n x n per temperature is materialised (in chunks) to measure the error maps
 MAX_GRID = 32
 MAX_SIDE = 128
-CHUNK_ELEMENTS = 2**25  # entries of the (temperatures, n, n) stack computed at once: 128 MiB of float32
 
 
 @dataclass
@@ -91,7 +91,7 @@ def temperature_views(
         registry.get(name)
     overrides = params or {}
     factor = max(1, math.ceil(n / side))
-    per_chunk = max(1, min(len(tau_values), CHUNK_ELEMENTS // (n * n)))
+    per_chunk = max(1, min(len(tau_values), chunk_elements(q.device) // (n * n)))
 
     exact_maps, entropies = [], []
     attention: dict[str, list[torch.Tensor]] = {name: [] for name in names}
@@ -177,7 +177,7 @@ def split_views(
         raise ParameterError("side", f"must be in [8, {MAX_SIDE}]; got {side}")
     factor = max(1, math.ceil(n / side))
     # Several n x n parts per temperature are held at once: a smaller chunk than the comparison scrubber's.
-    per_chunk = max(1, min(len(tau_values), CHUNK_ELEMENTS // (4 * n * n)))
+    per_chunk = max(1, min(len(tau_values), chunk_elements(q.device) // (4 * n * n)))
     logits = (q @ k.transpose(-1, -2)).double()
 
     exact_maps, entropies, shares, doubles = [], [], [], []

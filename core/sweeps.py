@@ -20,11 +20,13 @@ from core import metrics, registry
 from core.approximation import approximate
 from core.budget import budget_params
 from core.cancel import CancelToken, check
+from core.device import GPU_CHUNK_ELEMENTS, chunk_elements
 from core.errors import ParameterError
 
 Progress = Callable[[float, str], None]
-# Temperatures per batched chunk are limited so that chunk * batch * n^2 stays under this many entries.
-CHUNK_ELEMENTS = 2**25
+# Temperatures per batched chunk are limited so that chunk * batch * n^2 stays under core.device.chunk_elements
+# (smaller on a CPU); this, the largest of those, bounds the memory estimates of core.limits on every device.
+CHUNK_ELEMENTS = GPU_CHUNK_ELEMENTS
 MAX_POINTS = 200
 MAX_CELLS = 400
 
@@ -116,7 +118,7 @@ def error_vs_entropy(
     overrides = method_params or {}
     params = {name: {**budget_params(name, n, d, fraction), **overrides.get(name, {})} for name in names}
     batch = math.prod(q.shape[:-2]) if q.dim() > 2 else 1
-    per_chunk = max(1, min(len(beta_values), CHUNK_ELEMENTS // max(1, batch * n * n)))
+    per_chunk = max(1, min(len(beta_values), chunk_elements(q.device) // max(1, batch * n * n)))
     total_steps = math.ceil(len(beta_values) / per_chunk) * (len(names) + 1)
     done = 0
     entropy_parts: list[torch.Tensor] = []

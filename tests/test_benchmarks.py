@@ -272,3 +272,15 @@ def test_sdpa_baseline_uses_the_fused_kernel_not_the_math_path() -> None:
     assert out.shape == x.v.shape
     expected = core.approximate("exact", x.q, x.k, x.v, scale=0.125).output
     assert torch.allclose(out, expected, atol=1e-5)
+
+
+def test_chunking_benchmark_times_both_chunk_sizes_on_the_same_numbers(tmp_path: Path) -> None:
+    from benchmarks import chunking
+
+    result = chunking.main(["--quick", "--out", str(tmp_path)])
+    assert result["old_chunk"] > result["new_chunk"] == core.device.chunk_elements(torch.device("cpu"))
+    assert [row["what"] for row in result["rows"]] == ["sweep", "scrub views"]
+    for row in result["rows"]:
+        assert row["old_median_s"] > 0 and row["new_median_s"] > 0
+        assert row["largest_relative_difference"] < 1e-5
+    assert "| sweep | 512 | 4 | 12 |" in (tmp_path / "chunking_cpu_quick.md").read_text()

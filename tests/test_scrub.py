@@ -165,3 +165,23 @@ def test_sparse_plus_low_rank_page_draws_the_split_scrubber() -> None:
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert any("13 temperatures from" in c.value and "maps 32 × 32" in c.value for c in at.caption)
+
+
+def test_the_chunk_size_does_not_change_the_frames(head, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A CPU computes a few temperatures at a time (core.device.chunk_elements); how many must not matter beyond
+    float32 rounding."""
+    q, k, v = head
+    n = q.shape[0]
+    views = scrub.temperature_views(q, k, v, ["performer", "lsh"], TAUS, seed=5, side=48)
+    split = scrub.split_views(q, k, v, TAUS, seed=5, side=48)
+    monkeypatch.setattr(scrub, "chunk_elements", lambda device: n * n)  # one temperature per chunk
+    cut_views = scrub.temperature_views(q, k, v, ["performer", "lsh"], TAUS, seed=5, side=48)
+    cut_split = scrub.split_views(q, k, v, TAUS, seed=5, side=48)
+    close = {"rtol": 1e-5, "atol": 1e-7}
+    np.testing.assert_allclose(cut_views.exact, views.exact, **close)
+    for name in ("performer", "lsh"):
+        np.testing.assert_allclose(cut_views.attention[name], views.attention[name], **close)
+        np.testing.assert_allclose(cut_views.error[name], views.error[name], **close)
+    for name in split.parts:
+        np.testing.assert_allclose(cut_split.parts[name], split.parts[name], **close)
+    np.testing.assert_allclose(cut_split.error["attention"], split.error["attention"], **close)

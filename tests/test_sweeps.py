@@ -154,3 +154,25 @@ def test_unknown_method_in_sweep(clustered: core.data.Inputs) -> None:
     with pytest.raises(ParameterError) as err:
         sweeps.error_vs_entropy(clustered.q, clustered.k, clustered.v, ["nope"], betas=[1.0])
     assert err.value.parameter == "method"
+
+
+@pytest.mark.parametrize("per_chunk", [1, 2, 5])
+def test_the_chunk_size_does_not_change_the_numbers(
+    clustered: core.data.Inputs, per_chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A CPU computes a few temperatures at a time (core.device.chunk_elements); how many must not matter beyond
+    rounding (a batched product may be blocked differently: float64 here, so 1e-12)."""
+    methods = ["performer", "lsh", "scatterbrain"]
+    whole = sweeps.error_vs_entropy(clustered.q, clustered.k, clustered.v, methods, betas=BETAS, seed=2)
+    monkeypatch.setattr(sweeps, "chunk_elements", lambda device: per_chunk * 256 * 256)
+    cut = sweeps.error_vs_entropy(clustered.q, clustered.k, clustered.v, methods, betas=BETAS, seed=2)
+    np.testing.assert_allclose(cut.entropy, whole.entropy, rtol=1e-12)
+    for name in methods:
+        np.testing.assert_allclose(cut.attention_error[name], whole.attention_error[name], rtol=1e-12)
+        np.testing.assert_allclose(cut.output_error[name], whole.output_error[name], rtol=1e-12)
+
+
+def test_a_cpu_computes_fewer_temperatures_at_once_than_a_gpu() -> None:
+    cpu = core.device.chunk_elements(torch.device("cpu"))
+    assert cpu < core.device.chunk_elements(torch.device("cuda")) == sweeps.CHUNK_ELEMENTS
+    assert 512 * 512 <= cpu  # one n = 512 map still fits in a chunk
