@@ -48,6 +48,9 @@ class AttentionInputs:
     scale: torch.Tensor  # (B, 1, 1), the inverse temperature beta
     seed: int
     batch_shape: tuple[int, ...]
+    # q and k are this many copies of their first batch / repeats rows (a temperature sweep stacks one input over a
+    # tensor scale, as an expanded view): work that depends on q and k alone, such as LSH hashing, is done once.
+    repeats: int = 1
 
     @property
     def n(self) -> int:
@@ -254,6 +257,8 @@ def prepare_inputs(q: Any, k: Any, v: Any, scale: Any, seed: Any) -> AttentionIn
             raise ParameterError(name, "contains NaN or infinite values; every entry must be finite")
     batch_shape = tuple(q.shape[:-2])
     batch = _prod(batch_shape)
+    # A leading dimension of stride 0 in both q and k (torch.expand) holds the same q and k in every slice.
+    repeats = int(q.shape[0]) if q.dim() > 2 and q.stride(0) == 0 and k.stride(0) == 0 else 1
     if q.dtype in HALF_DTYPES:
         # Half precision is computed in float32 (hashes, SVDs, pseudo-inverses and exp need the range and
         # digits), so the result is the float32 result on the same values; approximate() casts it back.
@@ -268,6 +273,7 @@ def prepare_inputs(q: Any, k: Any, v: Any, scale: Any, seed: Any) -> AttentionIn
         scale=scale_t,
         seed=int(seed),
         batch_shape=batch_shape,
+        repeats=max(1, repeats),
     )
 
 

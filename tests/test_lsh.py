@@ -117,3 +117,25 @@ def test_fixed_bucket_count_memory_matches_budget() -> None:
     x = core.data.gaussian(n, 16, seed=0)
     result = core.approximate("lsh", x.q, x.k, x.v, rounds=2, buckets=16)
     assert result.cost.memory == pytest.approx(2 * n * n / 16, rel=0.01)
+
+
+@pytest.mark.parametrize("method", ["lsh", "scatterbrain"])
+def test_a_repeated_input_is_hashed_once_with_the_same_result(method: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A temperature sweep stacks one q, k as an expanded view: the hashes of its first copy serve every copy."""
+    from core.approximators import lsh, scatterbrain
+
+    x = core.data.clustered(n=128, d=16, clusters=8, spread=0.2, seed=1, heads=2)
+    betas = torch.tensor([0.5, 4.0, 30.0]).reshape(3, 1)
+    stacked = [t.unsqueeze(0).expand(3, *t.shape) for t in (x.q, x.k, x.v)]
+    params = {"rounds": 2, "buckets": 8} if method == "lsh" else {"rounds": 2, "buckets": 8, "features": 16}
+    hashed: list[int] = []
+    real_hash_plan = lsh.hash_plan
+    for module in (lsh, scatterbrain):
+        monkeypatch.setattr(
+            module, "hash_plan", lambda inputs, *a: hashed.append(inputs.repeats) or real_hash_plan(inputs, *a)
+        )
+    shared = core.approximate(method, *stacked, scale=betas, seed=3, **params)
+    copied = core.approximate(method, *[t.contiguous() for t in stacked], scale=betas, seed=3, **params)
+    assert hashed[0] == 3 and hashed[-1] == 1
+    torch.testing.assert_close(shared.attention(), copied.attention(), rtol=0, atol=0)
+    torch.testing.assert_close(shared.output, copied.output, rtol=0, atol=0)

@@ -91,8 +91,14 @@ def hash_directions(buckets: int) -> tuple[int, int]:
 
 
 def hash_plan(inputs: AttentionInputs, rounds: int, buckets: int) -> HashPlan:
-    """Angular LSH of queries and keys for every round, sorted into balanced chunks."""
-    b, n, d = inputs.batch, inputs.n, inputs.d
+    """Angular LSH of queries and keys for every round, sorted into balanced chunks.
+
+    Hashes depend on q and k alone: when the batch repeats one q and k (``inputs.repeats``, a temperature sweep),
+    the first copy is hashed and its plan repeated, which gives the same plan as hashing every copy.
+    """
+    repeats = inputs.repeats
+    b, n, d = inputs.batch // repeats, inputs.n, inputs.d
+    q_all, k_all = inputs.q[:b], inputs.k[:b]
     buckets = min(buckets, n)
     chunk = ceil_div(n, buckets)
     chunks = ceil_div(n, chunk)
@@ -123,9 +129,13 @@ def hash_plan(inputs: AttentionInputs, rounds: int, buckets: int) -> HashPlan:
         pad = torch.full((b, rounds, chunks * chunk - n), n, dtype=order.dtype, device=order.device)
         return torch.cat([order, pad], dim=-1), torch.div(rank, chunk, rounding_mode="floor")
 
-    (q_bucket, q_code), (k_bucket, k_code) = hashes(inputs.q), hashes(inputs.k)
+    (q_bucket, q_code), (k_bucket, k_code) = hashes(q_all), hashes(k_all)
     q_order, q_chunk = order_and_chunk(q_code)
     k_order, k_chunk = order_and_chunk(k_code)
+    if repeats > 1:
+        q_order, k_order, q_chunk, k_chunk, q_bucket, k_bucket = (
+            t.repeat(repeats, *(1,) * (t.dim() - 1)) for t in (q_order, k_order, q_chunk, k_chunk, q_bucket, k_bucket)
+        )
     return HashPlan(q_order, k_order, q_chunk, k_chunk, q_bucket, k_bucket, chunk, chunks)
 
 
