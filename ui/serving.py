@@ -1,7 +1,8 @@
 """Process-level tuning for serving a class: many sessions at once on one server process.
 
 Two Streamlit 1.67 behaviours made 40 cached sessions of one link take 10-25 s together while one alone takes
-well under a second; ``install()`` (run once, when the ``ui`` package is first imported) removes both.
+well under a second; ``install()`` (run once, when the ``ui`` package is first imported) removes both, and starts
+the idle trimmer of point 3.
 
 1. The import heap in every post-run garbage collection. Streamlit runs ``gc.collect(2)`` after every script run
    (``runner.postScriptGC``): a full collection over every tracked object, about 0.15 s for the 256,000 objects
@@ -21,12 +22,22 @@ Compare sessions put most of the server's samples inside those two functions.
 After Streamlit has parsed its config, the options dict is only read, and reading a dict is atomic under the GIL,
 so the readers skip the lock. Before the first parse they let Streamlit parse (under its lock), and an unknown key
 raises Streamlit's own error. ``install()`` is idempotent.
+
+3. Freed memory goes back to the system once the server is idle. glibc keeps the pages of freed blocks (torch's
+CPU tensors among them) in its heap, so a server's resident memory after a class reflected its busiest moment,
+not what it still holds: after each wave of 40 + 20 sessions the load benchmark saw 1.5-2.6 GiB, up and down with
+no trend, and 1.7-2.6 GiB once the server had settled (with the trimmer: 1.3-1.5 GiB). A daemon thread
+(``IdleTrimmer``) calls ``malloc_trim(0)`` when no script run or job is in progress and the process has used some
+CPU since its last trim. ``ATTN_EXPLORER_TRIM=0`` turns it off.
 """
 
 from __future__ import annotations
 
 import gc
+import os
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 from streamlit import config
@@ -61,9 +72,66 @@ def freeze_import_heap() -> int:
     return gc.get_freeze_count()
 
 
+class IdleTrimmer:
+    """Gives freed heap back to the system (``core.profiling.release_free_memory``) when the server is idle and has
+    done some work since the last time: ``step()`` once per poll."""
+
+    POLL_S = 0.5
+    WORK_CPU_S = 0.5  # process CPU seconds since the last trim that make another one worth its few milliseconds
+
+    def __init__(
+        self,
+        busy: Callable[[], bool],
+        release: Callable[[], None],
+        cpu_seconds: Callable[[], float] = time.process_time,
+    ) -> None:
+        self.busy, self.release, self.cpu_seconds = busy, release, cpu_seconds
+        self.last_cpu = cpu_seconds()
+        self.trims = 0
+
+    def step(self) -> bool:
+        if self.cpu_seconds() - self.last_cpu < self.WORK_CPU_S or self.busy():
+            return False
+        self.release()
+        self.trims += 1
+        self.last_cpu = self.cpu_seconds()
+        return True
+
+    def run_forever(self) -> None:
+        while True:
+            time.sleep(self.POLL_S)
+            try:
+                self.step()
+            except Exception:  # noqa: BLE001 - memory hygiene must never take the server down
+                pass
+
+
+def server_busy() -> bool:
+    """A script run or a scheduled job is in progress in this process."""
+    from ui import jobs, prefetch
+
+    sched = jobs._scheduler  # noqa: SLF001 - only if one exists: asking must not start a scheduler
+    return prefetch.runs_in_progress() > 0 or (sched is not None and any(j.state == "running" for j in sched.jobs()))
+
+
+_trimmer: IdleTrimmer | None = None
+
+
+def start_idle_trimmer() -> IdleTrimmer | None:
+    """Start the trimming thread once per process (glibc only; not when ``ATTN_EXPLORER_TRIM=0``)."""
+    global _trimmer
+    from core import profiling
+
+    off = os.environ.get("ATTN_EXPLORER_TRIM", "1").strip().lower() in {"0", "false", "no", "off"}
+    if _trimmer is None and not off and getattr(profiling._LIBC, "malloc_trim", None) is not None:  # noqa: SLF001
+        _trimmer = IdleTrimmer(server_busy, profiling.release_free_memory)
+        threading.Thread(target=_trimmer.run_forever, name="attn-idle-trim", daemon=True).start()
+    return _trimmer
+
+
 def install() -> None:
     """Route Streamlit's own config reads (``config.get_option`` / ``get_options_for_section``) to the lock-free
-    readers, and freeze the import heap."""
+    readers, freeze the import heap, and start the idle trimmer."""
     # Only over Streamlit's own functions: AppTest swaps in a mock get_option for the length of a run (to set
     # global.appTest), and that mock must stay in charge.
     if getattr(config.get_option, "__module__", None) in ("streamlit.config", __name__):
@@ -71,3 +139,4 @@ def install() -> None:
     if getattr(config.get_options_for_section, "__module__", None) in ("streamlit.config", __name__):
         config.get_options_for_section = get_options_for_section
     freeze_import_heap()
+    start_idle_trimmer()

@@ -1,0 +1,64 @@
+"""ui.serving.IdleTrimmer: freed heap goes back to the system when the server is idle after some work."""
+
+from __future__ import annotations
+
+import pytest
+
+from ui import serving
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.cpu = 0.0
+
+    def __call__(self) -> float:
+        return self.cpu
+
+
+def test_trims_once_after_work_and_only_when_idle() -> None:
+    clock, released, busy = Clock(), [], [False]
+    trimmer = serving.IdleTrimmer(lambda: busy[0], lambda: released.append(clock.cpu), clock)
+    assert not trimmer.step()  # nothing done since it started
+    clock.cpu = 2.0
+    busy[0] = True
+    assert not trimmer.step()  # a run in progress: wait
+    busy[0] = False
+    assert trimmer.step() and released == [2.0]
+    assert not trimmer.step()  # no new work since: no second trim
+    clock.cpu += serving.IdleTrimmer.WORK_CPU_S / 2
+    assert not trimmer.step()
+    clock.cpu += serving.IdleTrimmer.WORK_CPU_S
+    assert trimmer.step() and trimmer.trims == 2
+
+
+def test_the_server_is_busy_while_a_script_runs() -> None:
+    import threading
+
+    assert not serving.server_busy()
+    stop = threading.Event()
+    runner = threading.Thread(target=stop.wait, name="ScriptRunner.scriptThread")
+    runner.start()
+    try:
+        assert serving.server_busy()
+    finally:
+        stop.set()
+        runner.join()
+
+
+def test_a_trim_returns_freed_heap_to_the_system() -> None:
+    """What the trimmer relies on: heap blocks freed between live ones stay resident until malloc_trim."""
+    import psutil
+
+    from core import profiling
+
+    if getattr(profiling._LIBC, "malloc_trim", None) is None:  # noqa: SLF001
+        pytest.skip("no malloc_trim (not glibc)")
+    process = psutil.Process()
+    blocks = [b"\x01" * 65536 for _ in range(4000)]  # 64 KiB each: from the heap, below glibc's mmap threshold
+    kept = blocks[::16]  # live blocks between the freed ones keep the heap from shrinking by itself
+    del blocks
+    before = process.memory_info().rss
+    profiling.release_free_memory()
+    after = process.memory_info().rss
+    assert len(kept) == 250
+    assert before - after > 150 * 2**20, (before / 2**20, after / 2**20)
