@@ -192,9 +192,13 @@ def test_kernels_tab_controls_rerun_only_their_tab(page: Page, app_server: str) 
 
 @pytest.fixture(scope="module")
 def empty_cache_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A server of its own with an empty result cache, so the on-demand jobs below compute instead of being found."""
+    """A server of its own with an empty result cache, so the on-demand jobs below compute instead of being found.
+
+    Its job limit admits the 40-temperature sweep at n = 1024 below: core.limits estimates it (pessimistically) at
+    about 190 s; it runs for about 4 s, long enough to be cancelled while it runs."""
     with pytest.MonkeyPatch.context() as env:
         env.setenv("ATTN_EXPLORER_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+        env.setenv("ATTN_EXPLORER_JOB_SECONDS", "600")
         with streamlit_server() as server:
             yield server.url
 
@@ -263,11 +267,11 @@ def test_error_vs_entropy_cancel_in_a_fragment_rerun_ends_the_section_only(page:
     """A sweep started by a fragment rerun and cancelled: the section says so and offers a rerun; no exception, no
     full run, and the sidebar's share box (drawn by the last full run) stays."""
     endings = record_run_endings(page)
-    page.goto(f"{empty_cache_server}/Error_vs_entropy")  # n = 512, 12 temperatures: light, runs at once
+    page.goto(f"{empty_cache_server}/Error_vs_entropy?n=1024")  # 12 temperatures: about 1 s
     wait_for_app(page)
     endings.clear()
     page.get_by_role("slider", name="Temperatures in the sweep").focus()
-    page.keyboard.press("End")  # 40 temperatures: a queued job with its Cancel button
+    page.keyboard.press("End")  # 40 temperatures at n = 1024: a queued job of a few seconds, with its Cancel button
     cancel = page.get_by_role("button", name="Cancel")
     cancel.wait_for(timeout=60_000)
     page.wait_for_timeout(1000)
@@ -284,7 +288,8 @@ def test_error_vs_entropy_cancel_in_a_full_run_keeps_the_sidebar_footer(page: Pa
     """Cancel during a full run reruns the page, as without fragments; the sweep section then drew the page's footer
     from inside itself, so its next fragment rerun must draw it again or the sidebar loses its share box."""
     endings = record_run_endings(page)
-    page.goto(f"{empty_cache_server}/Error_vs_entropy?points=40")  # a queued job in the first, full run
+    # A queued job of a few seconds in the first, full run (n = 512 takes about 1 s: over before Cancel is pressed)
+    page.goto(f"{empty_cache_server}/Error_vs_entropy?n=1024&points=40")
     cancel = page.get_by_role("button", name="Cancel")
     cancel.wait_for(timeout=90_000)
     page.wait_for_timeout(1000)
