@@ -20,14 +20,13 @@ from core import metrics, registry
 from core.approximation import approximate
 from core.budget import budget_params
 from core.cancel import CancelToken, check
-from core.device import GPU_CHUNK_ELEMENTS, chunk_elements, cpu_threads
+from core.device import GPU_CHUNK_ELEMENTS, chunk_elements
 from core.errors import ParameterError
 
 Progress = Callable[[float, str], None]
 # Temperatures per batched chunk are limited so that chunk * batch * n^2 stays under core.device.chunk_elements
 # (smaller on a CPU); this, the largest of those, bounds the memory estimates of core.limits on every device.
 CHUNK_ELEMENTS = GPU_CHUNK_ELEMENTS
-SMALL_CALL_ELEMENTS = 2**20  # a batched call over fewer attention entries than this runs on one CPU thread
 MAX_POINTS = 200
 MAX_CELLS = 400
 
@@ -128,31 +127,26 @@ def error_vs_entropy(
     lead = (1,) * (q.dim() - 2)
     # Exact attention at every temperature comes from one q k^T.
     unscaled_logits = q @ k.transpose(-1, -2)
-    # Small calls gain nothing from a second CPU thread on an idle machine and lose much on a busy one (each
-    # operation waits for its slowest thread): the default regime map (n = 256, 8 temperatures at once) took
-    # 0.16 s either way idle, 0.11 s on one thread and 0.13 s on two with the other core busy.
-    threads = 1 if per_chunk * batch * n * n < SMALL_CALL_ELEMENTS else torch.get_num_threads()
-    with cpu_threads(threads, q.device):
-        for start in range(0, len(beta_values), per_chunk):
+    for start in range(0, len(beta_values), per_chunk):
+        check(cancel)
+        chunk = beta_values[start : start + per_chunk]
+        scale = torch.as_tensor(chunk, dtype=q.dtype, device=q.device).reshape(-1, *lead)
+        stack = [x.unsqueeze(0).expand(len(chunk), *x.shape) for x in (q, k, v)]
+        exact_attention = torch.softmax(scale[..., None, None] * unscaled_logits, dim=-1)
+        exact_output = exact_attention @ v
+        reduce_dims = tuple(range(1, exact_attention.dim() - 2))
+        entropy_parts.append(_mean_over(metrics.mean_row_entropy(exact_attention), reduce_dims))
+        done += 1
+        _report(progress, done, total_steps, "exact attention")
+        for name in names:
             check(cancel)
-            chunk = beta_values[start : start + per_chunk]
-            scale = torch.as_tensor(chunk, dtype=q.dtype, device=q.device).reshape(-1, *lead)
-            stack = [x.unsqueeze(0).expand(len(chunk), *x.shape) for x in (q, k, v)]
-            exact_attention = torch.softmax(scale[..., None, None] * unscaled_logits, dim=-1)
-            exact_output = exact_attention @ v
-            reduce_dims = tuple(range(1, exact_attention.dim() - 2))
-            entropy_parts.append(_mean_over(metrics.mean_row_entropy(exact_attention), reduce_dims))
+            result = approximate(name, *stack, scale=scale, seed=seed, **params[name])
+            attention_error = metrics.relative_frobenius_error(result.attention(), exact_attention)
+            output_error = metrics.relative_output_error(result.output, exact_output)
+            errors[name].append(_mean_over(attention_error, reduce_dims))
+            out_errors[name].append(_mean_over(output_error, reduce_dims))
             done += 1
-            _report(progress, done, total_steps, "exact attention")
-            for name in names:
-                check(cancel)
-                result = approximate(name, *stack, scale=scale, seed=seed, **params[name])
-                attention_error = metrics.relative_frobenius_error(result.attention(), exact_attention)
-                output_error = metrics.relative_output_error(result.output, exact_output)
-                errors[name].append(_mean_over(attention_error, reduce_dims))
-                out_errors[name].append(_mean_over(output_error, reduce_dims))
-                done += 1
-                _report(progress, done, total_steps, registry.get(name).label)
+            _report(progress, done, total_steps, registry.get(name).label)
     return SweepResult(
         betas=beta_values,
         entropy=torch.cat(entropy_parts).double().cpu().numpy(),

@@ -176,17 +176,3 @@ def test_a_cpu_computes_fewer_temperatures_at_once_than_a_gpu() -> None:
     cpu = core.device.chunk_elements(torch.device("cpu"))
     assert cpu < core.device.chunk_elements(torch.device("cuda")) == sweeps.CHUNK_ELEMENTS
     assert 512 * 512 <= cpu  # one n = 512 map still fits in a chunk
-
-
-def test_small_calls_run_on_one_cpu_thread(clustered: core.data.Inputs, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Batched calls below sweeps.SMALL_CALL_ELEMENTS use one CPU thread (as fast idle, faster on a busy machine);
-    larger ones keep the process's threads."""
-    seen: list[int] = []
-    real = sweeps.approximate
-    monkeypatch.setattr(sweeps, "approximate", lambda *a, **kw: seen.append(torch.get_num_threads()) or real(*a, **kw))
-    torch.set_num_threads(2)  # the autouse fixture restores the count
-    sweeps.error_vs_entropy(clustered.q, clustered.k, clustered.v, ["local"], betas=[1.0, 2.0])  # 2 x 256^2
-    assert seen == [1] and torch.get_num_threads() == 2
-    monkeypatch.setattr(sweeps, "SMALL_CALL_ELEMENTS", 1)
-    sweeps.error_vs_entropy(clustered.q, clustered.k, clustered.v, ["local"], betas=[1.0, 2.0])
-    assert seen == [1, 2]
