@@ -26,7 +26,7 @@ raises Streamlit's own error. ``install()`` is idempotent.
 3. Freed memory goes back to the system once the server is idle. glibc keeps the pages of freed blocks (torch's
 CPU tensors among them) in its heap, so a server's resident memory after a class reflected its busiest moment,
 not what it still holds: after each wave of 40 + 20 sessions the load benchmark saw 1.5-2.6 GiB, up and down with
-no trend, and 1.7-2.6 GiB once the server had settled (with the trimmer: 1.3-1.5 GiB). A daemon thread
+no trend, and 1.7 and 2.6 GiB once it had settled before waves 2 and 3 (with the trimmer: 1.3 and 1.5). A thread
 (``IdleTrimmer``) calls ``malloc_trim(0)`` when no script run or job is in progress and the process has used some
 CPU since its last trim. ``ATTN_EXPLORER_TRIM=0`` turns it off.
 """
