@@ -18,6 +18,9 @@ os.environ.setdefault("ATTN_EXPLORER_CACHE_DIR", tempfile.mkdtemp(prefix="attn-e
 # No work done ahead in the background (ui/prefetch.py) while other tests count computations or swap cache folders;
 # tests/test_prefetch.py turns it on for itself.
 os.environ.setdefault("ATTN_EXPLORER_PREFETCH", "0")
+# No heap trimming thread (ui/serving.py) racing the tests that measure this process's resident memory;
+# tests/test_serving_trim.py checks it starts when enabled.
+os.environ.setdefault("ATTN_EXPLORER_TRIM", "0")
 
 # CI has 2 cores; a fixed count also keeps float reductions reproducible between machines.
 torch.set_num_threads(2)

@@ -54,6 +54,7 @@ def test_a_trim_returns_freed_heap_to_the_system() -> None:
     if getattr(profiling._LIBC, "malloc_trim", None) is None:  # noqa: SLF001
         pytest.skip("no malloc_trim (not glibc)")
     process = psutil.Process()
+    profiling.release_free_memory()  # start from a trimmed heap: the blocks below then take fresh pages
     blocks = [b"\x01" * 65536 for _ in range(4000)]  # 64 KiB each: from the heap, below glibc's mmap threshold
     kept = blocks[::16]  # live blocks between the freed ones keep the heap from shrinking by itself
     del blocks
@@ -62,3 +63,21 @@ def test_a_trim_returns_freed_heap_to_the_system() -> None:
     after = process.memory_info().rss
     assert len(kept) == 250
     assert before - after > 150 * 2**20, (before / 2**20, after / 2**20)
+
+
+def test_the_trimmer_starts_once_when_enabled(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from core import profiling
+
+    if getattr(profiling._LIBC, "malloc_trim", None) is None:  # noqa: SLF001
+        pytest.skip("no malloc_trim (not glibc)")
+    ran = threading.Event()
+    monkeypatch.setattr(serving.IdleTrimmer, "run_forever", lambda self: ran.set())  # no endless thread in tests
+    monkeypatch.setattr(serving, "_trimmer", None)
+    monkeypatch.setenv("ATTN_EXPLORER_TRIM", "0")
+    assert serving.start_idle_trimmer() is None and not ran.wait(0.2)
+    monkeypatch.setenv("ATTN_EXPLORER_TRIM", "1")
+    first = serving.start_idle_trimmer()
+    assert first is not None and ran.wait(5)
+    assert serving.start_idle_trimmer() is first

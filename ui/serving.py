@@ -107,11 +107,13 @@ class IdleTrimmer:
 
 
 def server_busy() -> bool:
-    """A script run or a scheduled job is in progress in this process."""
+    """A script run, a scheduled job or work done ahead (ui/prefetch.py) is in progress in this process."""
     from ui import jobs, prefetch
 
     sched = jobs._scheduler  # noqa: SLF001 - only if one exists: asking must not start a scheduler
-    return prefetch.runs_in_progress() > 0 or (sched is not None and any(j.state == "running" for j in sched.jobs()))
+    if prefetch.runs_in_progress() > 0 or prefetch._tasks.unfinished_tasks:  # noqa: SLF001
+        return True
+    return sched is not None and any(job.state == "running" for job in sched.jobs())
 
 
 _trimmer: IdleTrimmer | None = None
