@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.load import app_server  # noqa: E402
-from benchmarks.ui_timing import CHARTS_DRAWN, TIMEOUT_MS, VIEWPORT, machine_facts, metrics, save_results  # noqa: E402
+from benchmarks.ui_timing import CHARTS_DRAWN, TIMEOUT_MS, VIEWPORT, machine_facts, metrics, off_on_table, save_results  # noqa: E402
 from tests.browser.helpers import CHROMIUM, CHROMIUM_ARGS, on_script_finished  # noqa: E402
 from ui.sidebar import TAU_OPTIONS  # noqa: E402
 
@@ -113,9 +113,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"Compare's temperature slider, one step to a value not shown before, {args.pause:g} s after the last step; "
         f"medians of {samples} steps per server, alternated.",
         "",
-        "| from the key press to | nothing done ahead median s | done ahead median s | ahead / not |",
-        "|---|---|---|---|",
-        *(f"| {r['what']} | {r['off_median_s']:.2f} | {r['on_median_s']:.2f} | {r['ratio']:.2f}× |" for r in rows),
+        *off_on_table(
+            rows, "what", ("from the key press to", "nothing done ahead median s", "done ahead median s", "ahead / not")
+        ),
     ]
     text = "\n".join(lines) + "\n"
     result = {

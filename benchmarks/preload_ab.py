@@ -22,7 +22,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.ui_timing import FIRST_CHART, STAMPS, TIMEOUT_MS, VIEWPORT, machine_facts, save_results  # noqa: E402
+from benchmarks.ui_timing import FIRST_CHART, STAMPS, TIMEOUT_MS, VIEWPORT, machine_facts, off_on_table, save_results  # noqa: E402
 from deploy.processes import app_server  # noqa: E402
 from tests.browser.helpers import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 
@@ -78,9 +78,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "",
         f"First drawn chart, new browser context, filled server caches; medians of {args.repeats} alternated visits.",
         "",
-        "| page | off (app.py) median s | on (deploy/serve.py) median s | on / off |",
-        "|---|---|---|---|",
-        *(f"| {r['page']} | {r['off_median_s']:.2f} | {r['on_median_s']:.2f} | {r['ratio']:.2f}× |" for r in rows),
+        *off_on_table(rows, "page", ("page", "off (app.py) median s", "on (deploy/serve.py) median s", "on / off")),
     ]
     text = "\n".join(lines) + "\n"
     result = {

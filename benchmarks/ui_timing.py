@@ -244,6 +244,16 @@ def machine_facts(load_start: tuple[float, float, float]) -> dict[str, Any]:
     }
 
 
+def off_on_table(rows: list[dict[str, Any]], name_key: str, headers: tuple[str, str, str, str]) -> list[str]:
+    """The markdown table of an A/B benchmark: one row per ``row[name_key]`` with its off and on medians and their
+    ratio (``off_median_s``, ``on_median_s``, ``ratio``); ``headers``: the four column titles."""
+    return [
+        "| " + " | ".join(headers) + " |",
+        "|---|---|---|---|",
+        *(f"| {r[name_key]} | {r['off_median_s']:.2f} | {r['on_median_s']:.2f} | {r['ratio']:.2f}× |" for r in rows),
+    ]
+
+
 def save_results(out: Path, name: str, result: dict[str, Any], text: str) -> None:
     """Print the markdown table and write ``<name>.json`` and ``<name>.md`` under ``out``."""
     print()

@@ -136,11 +136,15 @@ def _libc() -> Any:
 _LIBC = _libc()
 
 
+def can_release_free_memory() -> bool:
+    """True where ``release_free_memory`` does something (glibc's ``malloc_trim`` is there)."""
+    return getattr(_LIBC, "malloc_trim", None) is not None
+
+
 def release_free_memory() -> None:
     """Give free heap pages back to the OS, so a later peak counts fresh pages (glibc only)."""
-    trim = getattr(_LIBC, "malloc_trim", None) if _LIBC is not None else None
-    if trim is not None:
-        trim(0)
+    if can_release_free_memory():
+        _LIBC.malloc_trim(0)
 
 
 def reset_rss_peak() -> bool:

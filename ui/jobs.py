@@ -346,6 +346,11 @@ def scheduler() -> Scheduler:
         return _scheduler
 
 
+def any_running() -> bool:
+    """A job of this process's scheduler is running (False, without creating one, when there is none yet)."""
+    return _scheduler is not None and any(job.state == "running" for job in _scheduler.jobs())
+
+
 # ------------------------------------------------------------------ the page side
 
 

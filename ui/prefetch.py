@@ -30,8 +30,18 @@ _lock = threading.Lock()
 _worker: threading.Thread | None = None
 
 
+def switched_on(variable: str) -> bool:
+    """An on/off environment variable that defaults to on: ``0``, ``false``, ``no`` or ``off`` turn it off."""
+    return os.environ.get(variable, "1").strip().lower() not in {"0", "false", "no", "off"}
+
+
 def enabled() -> bool:
-    return os.environ.get("ATTN_EXPLORER_PREFETCH", "1").strip().lower() not in {"0", "false", "no", "off"}
+    return switched_on("ATTN_EXPLORER_PREFETCH")
+
+
+def working() -> bool:
+    """A task is queued or running."""
+    return bool(_tasks.unfinished_tasks)
 
 
 def neighbours(value: float, options: Sequence[float]) -> list[float]:
@@ -122,7 +132,7 @@ def _run(spec: Any, beta: float, device_name: str, todo: tuple, seed: int) -> No
 def wait_idle(timeout_s: float = 60.0) -> bool:
     """Wait until every queued task has finished (for tests); False on timeout."""
     deadline = time.monotonic() + timeout_s
-    while _tasks.unfinished_tasks:
+    while working():
         if time.monotonic() > deadline:
             return False
         time.sleep(POLL_S)

@@ -34,7 +34,6 @@ CPU since its last trim. ``ATTN_EXPLORER_TRIM=0`` turns it off.
 from __future__ import annotations
 
 import gc
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -110,10 +109,7 @@ def server_busy() -> bool:
     """A script run, a scheduled job or work done ahead (ui/prefetch.py) is in progress in this process."""
     from ui import jobs, prefetch
 
-    sched = jobs._scheduler  # noqa: SLF001 - only if one exists: asking must not start a scheduler
-    if prefetch.runs_in_progress() > 0 or prefetch._tasks.unfinished_tasks:  # noqa: SLF001
-        return True
-    return sched is not None and any(job.state == "running" for job in sched.jobs())
+    return prefetch.runs_in_progress() > 0 or prefetch.working() or jobs.any_running()
 
 
 _trimmer: IdleTrimmer | None = None
@@ -123,9 +119,9 @@ def start_idle_trimmer() -> IdleTrimmer | None:
     """Start the trimming thread once per process (glibc only; not when ``ATTN_EXPLORER_TRIM=0``)."""
     global _trimmer
     from core import profiling
+    from ui.prefetch import switched_on
 
-    off = os.environ.get("ATTN_EXPLORER_TRIM", "1").strip().lower() in {"0", "false", "no", "off"}
-    if _trimmer is None and not off and getattr(profiling._LIBC, "malloc_trim", None) is not None:  # noqa: SLF001
+    if _trimmer is None and switched_on("ATTN_EXPLORER_TRIM") and profiling.can_release_free_memory():
         _trimmer = IdleTrimmer(server_busy, profiling.release_free_memory)
         threading.Thread(target=_trimmer.run_forever, name="attn-idle-trim", daemon=True).start()
     return _trimmer
