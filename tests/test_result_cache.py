@@ -45,6 +45,21 @@ def test_method_result_round_trip(cache_dir: Path) -> None:
         np.testing.assert_array_equal(back.metrics[name], values)
 
 
+def test_contains_answers_without_decoding(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    value = np.arange(1000, dtype=np.float32)
+    assert not result_cache.contains("presence", "k")
+    result_cache.put_soon("presence", "k", value)  # seen while still on its way to disk, and after
+    assert result_cache.contains("presence", "k")
+    result_cache.flush_writes()
+
+    def no_decoding(data: bytes) -> None:
+        raise AssertionError("contains decoded an entry")
+
+    monkeypatch.setattr(result_cache, "decode", no_decoding)
+    assert result_cache.contains("presence", "k")
+    assert not result_cache.contains("presence", "other") and not result_cache.contains("absence", "k")
+
+
 def test_nested_values_round_trip(cache_dir: Path) -> None:
     value = {
         "grid": np.arange(6, dtype=np.float32).reshape(2, 3),

@@ -75,7 +75,7 @@ def compare_neighbours(
             (method, params)
             for method, params in methods.items()
             if compute.method_seconds(spec, method, dict(params)) <= LIGHT_SECONDS
-            and result_cache.get("run_method", (spec, beta, device_name, method, params, seed)) is None
+            and not result_cache.contains("run_method", (spec, beta, device_name, method, params, seed))
         )
         if todo and _submit((spec, beta, device_name, todo, seed)):
             queued += 1
@@ -122,7 +122,7 @@ def _run(spec: Any, beta: float, device_name: str, todo: tuple, seed: int) -> No
         if not _wait_for_idle():
             return
         key = (spec, beta, device_name, method, params, seed)
-        if result_cache.get("run_method", key) is not None:
+        if result_cache.contains("run_method", key):
             continue
         result = compute._run_method(spec, beta, device_name, method, params, seed)
         if result.error_message is None:

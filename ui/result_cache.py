@@ -25,6 +25,7 @@ import io
 import json
 import math
 import os
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -232,6 +233,19 @@ def get_key(full: str) -> Any | None:
     except (ValueError, KeyError, TypeError, OSError, AttributeError, ImportError):
         cache.delete(full, retry=True)
         return None
+
+
+def contains(name: str, key: Any) -> bool:
+    """Whether ``get`` would find an entry, without reading or decoding it (a presence test costs one index lookup;
+    ``get`` reads and decodes megabytes). An entry that later proves unreadable is dropped by ``get``."""
+    full = make_key(name, key)
+    with _writes_lock:
+        if full in _pending_writes:
+            return True
+    try:
+        return full in get_cache()
+    except sqlite3.OperationalError:  # the index is busy past its timeout: report a miss, as ``get`` does
+        return False
 
 
 def put(name: str, key: Any, value: Any) -> bool:

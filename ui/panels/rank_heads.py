@@ -71,7 +71,7 @@ def train_panel(
 ) -> dict:
     """The items already in the shared cache; the rest trained at once when cheap (and ``auto``), else on the button,
     in an open status box (an overall bar, then each job's own bar and Cancel button from ``ui.run_heavy``)."""
-    todo = [item for item in items if result_cache.get(name, key(item)) is None]
+    todo = [item for item in items if not result_cache.contains(name, key(item))]
     seconds = c.settings.seconds([item[:2] for item in todo])
     allowed = ok(todo)
     gpu_note = " (a GPU runs these much faster)." if c.device.type == "cpu" else "."
