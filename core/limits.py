@@ -42,6 +42,14 @@ DENSE_COPIES = 4
 DENSE_FLOPS_PER_ELEMENT = 100.0
 # Fixed cost of one method call (validation, hashing setup, Python), measured in small sweeps.
 CALL_SECONDS = 0.1
+# A temperature sweep (Error vs entropy, the regime map) keeps no views: per temperature it forms exact attention
+# and each method's matrix only for their error norms, batched over temperatures. Measured on the 2-core reference
+# CPU (benchmarks/limits_calibration.py, n = 1024, 4 heads): exact 3.4 ns per entry; each method 4-12 ns per
+# entry beyond that, its model flops running at 5-60 GFLOP/s. Charged here: 12 ns per entry for exact and for
+# each method's matrix and errors, plus its model flops at 2 GFLOP/s, i.e. 3-10x the measured time (the Compare
+# constant above, 200 ns per entry, made sweeps 25-100x too slow and refused ones that take a few seconds).
+SWEEP_FLOPS_PER_ELEMENT = 6.0
+SWEEP_MODEL_SPEEDUP = 4.0  # over ASSUMED_FLOPS_PER_SECOND: batched GEMMs, no views
 # Fixed overhead of a page run (interpreter, torch, the cached inputs), in bytes.
 BASE_BYTES = 64 * 2**20
 
@@ -187,22 +195,23 @@ def sweep_estimate(
 ) -> Estimate:
     """core.sweeps.error_vs_entropy over ``points`` temperatures (x ``rows`` inputs for the regime map).
 
-    Per temperature: exact attention and each method's dense matrix and errors; memory is bounded by the
-    sweep's chunk of temperatures held at once.
+    Per temperature: exact attention and each method's dense matrix and errors (the SWEEP_* constants); memory is
+    bounded by the sweep's chunk of temperatures held at once (the GPU's larger chunk, so a CPU is overestimated).
     """
     from core.sweeps import CHUNK_ELEMENTS
 
     per_chunk = max(1, min(points, CHUNK_ELEMENTS // max(1, batch * n * n)))
     calls = math.ceil(points / per_chunk)  # temperatures in a chunk run as one batched call
-    seconds = 0.0
+    dense_seconds = batch * n * n * SWEEP_FLOPS_PER_ELEMENT / ASSUMED_FLOPS_PER_SECOND
+    seconds = dense_seconds * points * rows  # exact attention
     peak = 0.0
     for method, params in methods.items():
-        one = method_estimate(method, n, d, batch, _budget_or(method, n, d, params), dense=True)
-        seconds += ((one.seconds - CALL_SECONDS) * points + CALL_SECONDS * calls) * rows
-        peak = max(peak, one.bytes * per_chunk)
-    exact = exact_estimate(n, d, batch)
-    seconds += exact.seconds * points * rows
-    nbytes = BASE_BYTES + exact.bytes * per_chunk + peak
+        checked = _budget_or(method, n, d, params)
+        model = method_estimate(method, n, d, batch, checked, dense=False).seconds - CALL_SECONDS
+        per_point = model / SWEEP_MODEL_SPEEDUP + dense_seconds
+        seconds += (per_point * points + CALL_SECONDS * calls) * rows
+        peak = max(peak, method_estimate(method, n, d, batch, checked, dense=True).bytes * per_chunk)
+    nbytes = BASE_BYTES + exact_estimate(n, d, batch).bytes * per_chunk + peak
     return Estimate(nbytes, seconds)
 
 

@@ -284,3 +284,22 @@ def test_chunking_benchmark_times_both_chunk_sizes_on_the_same_numbers(tmp_path:
         assert row["old_median_s"] > 0 and row["new_median_s"] > 0
         assert row["largest_relative_difference"] < 1e-5
     assert "| sweep | 512 | 4 | 12 |" in (tmp_path / "chunking_cpu_quick.md").read_text()
+
+
+def test_limits_calibration_benchmark_puts_both_estimates_beside_a_measured_sweep(tmp_path: Path) -> None:
+    from benchmarks import limits_calibration
+
+    result = limits_calibration.main(["--quick", "--out", str(tmp_path)])
+    assert [(row["what"], row["methods"], row["n"]) for row in result["rows"]] == [
+        ("sweep", ["lsh", "performer", "scatterbrain"], 512),
+        ("sweep", ["lsh"], 1024),
+    ]
+    for row in result["rows"]:
+        assert row["measured_median_s"] > 0
+        # The estimate the server uses is above the measured time and below the previous one.
+        assert row["measured_median_s"] < row["estimate_s"] < row["previous_estimate_s"]
+        assert row["previous_largest_n"] < row["largest_n"] <= 4096
+    assert (
+        "| sweep | lsh, performer, scatterbrain | 512 | 4 | 12 |"
+        in (tmp_path / "limits_calibration_cpu_quick.md").read_text()
+    )

@@ -153,6 +153,28 @@ def test_sweep_estimate_against_a_real_run() -> None:
     assert_conservative(limits.sweep_estimate(chosen, n, d, 1, points), peak, seconds)
 
 
+def test_sweep_estimate_holds_at_a_larger_n_where_its_margin_is_smallest() -> None:
+    # The measured cost per entry grows with n (benchmarks/limits_calibration.py: 2.9x margin at n = 2048).
+    n, d, heads, points = 1024, 64, 2, 12
+    x = core.data.clustered(n=n, d=d, clusters=16, spread=0.3, seed=0, heads=heads)
+    chosen = {"lsh": {}, "performer": {}, "scatterbrain": {}}
+    taus = [0.01 * 2**i for i in range(points)]
+    peak, seconds = measured(lambda: core.sweeps.error_vs_entropy(x.q, x.k, x.v, list(chosen), taus=taus))
+    assert_conservative(limits.sweep_estimate(chosen, n, d, heads, points), peak, seconds)
+
+
+def test_sweeps_of_a_few_seconds_are_not_refused() -> None:
+    # Error vs entropy's defaults (3 estimators, 4 heads, 12 temperatures) at n = 2048 take about 9 s on the 2-core
+    # reference CPU; the Compare page's per-entry cost, charged per temperature, made this 218 s and refused it.
+    estimators = {"lsh": {}, "performer": {}, "scatterbrain": {}}
+    assert limits.sweep_estimate(estimators, 2048, 64, 4, 12).fits()
+    # The regime map at its defaults (n = 256, 8 x 5 cells, 3 seeds) and at n = 1024.
+    assert limits.regime_estimate(estimators, 1024, 64, 8, 5, 3).fits()
+    # Still refused: the 16 x 12 map at n = 4096, and 40 temperatures at n = 4096 with 4 heads.
+    assert not limits.regime_estimate(estimators, 4096, 64, 16, 12, 1).fits()
+    assert not limits.sweep_estimate(estimators, 4096, 64, 4, 40).fits()
+
+
 def test_compare_refusal_names_the_costly_method_when_no_n_fits() -> None:
     knobs = {"performer": {}, "learned_kernel": {"steps": 2000, "features": 1024}}
     with pytest.raises(ParameterError) as err:
