@@ -153,25 +153,16 @@ def test_no_chunk_means_no_change(tmp_path: Any) -> None:
 
 
 def test_the_server_sets_a_passive_openmp_wait_policy_before_torch_loads() -> None:
-    """deploy/serve.py sets OMP_WAIT_POLICY=PASSIVE, which libgomp reads only when torch loads, so torch must not
-    be loaded yet; a policy given by the operator is kept."""
+    """deploy/serve.py sets OMP_WAIT_POLICY=PASSIVE, which libgomp reads only when torch loads, so the policy must
+    be in the environment when serve.py (which loads torch at start-up) first imports it; a policy given by the
+    operator is kept. The same holds for ``import ui`` (``streamlit run app.py`` and AppTest)."""
     import os
     import subprocess
     import sys
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    probe = "import os, sys, deploy.serve; print(os.environ['OMP_WAIT_POLICY'], 'torch' in sys.modules)"
-    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
-    run = lambda extra: subprocess.run(  # noqa: E731
-        [sys.executable, "-c", probe], cwd=root, env={**env, **extra}, capture_output=True, text=True, timeout=120
-    )
-    default = run({})
-    assert default.stdout.split() == ["PASSIVE", "False"], default.stderr
-    assert run({"OMP_WAIT_POLICY": "ACTIVE"}).stdout.split() == ["ACTIVE", "False"]
-    # `streamlit run app.py` (and AppTest) do not go through deploy/serve.py: there `import ui` must load core,
-    # which sets the same default, before anything loads torch.
-    hook = (
+    spy = (
         "import builtins, os, sys\n"
         "real = builtins.__import__\n"
         "def spy(name, *a, **k):\n"
@@ -179,9 +170,31 @@ def test_the_server_sets_a_passive_openmp_wait_policy_before_torch_loads() -> No
         "        print('at torch load:', os.environ.get('OMP_WAIT_POLICY'))\n"
         "    return real(name, *a, **k)\n"
         "builtins.__import__ = spy\n"
-        "import ui\n"
     )
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+
+    def first_line(code: str, extra: dict[str, str]) -> str:
+        out = subprocess.run(
+            [sys.executable, "-c", spy + code], cwd=root, env={**env, **extra}, capture_output=True, text=True,
+            timeout=120,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr[-2000:]
+        return out.stdout.splitlines()[0]
+
+    assert first_line("import deploy.serve", {}) == "at torch load: PASSIVE"
+    assert first_line("import deploy.serve", {"OMP_WAIT_POLICY": "ACTIVE"}) == "at torch load: ACTIVE"
+    assert first_line("import ui", {}) == "at torch load: PASSIVE"
+
+
+def test_the_server_loads_the_heavy_libraries_at_start_up() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    heavy = "('torch', 'plotly', 'pandas', 'scipy')"
+    probe = f"import sys, deploy.serve; print(sorted(m for m in {heavy} if m in sys.modules))"
     out = subprocess.run(
-        [sys.executable, "-c", hook], cwd=root, env=env, capture_output=True, text=True, timeout=120
-    ).stdout
-    assert out.splitlines()[0] == "at torch load: PASSIVE", out
+        [sys.executable, "-c", probe], cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert out.stdout.split("\n")[-2] == "['pandas', 'plotly', 'scipy', 'torch']", out.stderr[-2000:]
