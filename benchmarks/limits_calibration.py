@@ -53,7 +53,8 @@ REGIME_SPREADS, REGIME_SEEDS = 5, 3  # the regime page's defaults (ui/controls/r
 
 def previous_sweep_estimate(methods: Mapping[str, Mapping[str, Any]], n: int, d: int, batch: int, points: int,
                             rows: int = 1) -> limits.Estimate:  # fmt: skip
-    """The estimate before the SWEEP_* constants: each method's Compare-page cost (dense views) per temperature."""
+    """The estimate before the SWEEP_* constants: each method's Compare-page cost (dense views) per temperature.
+    Its memory model is today's, so the two differ in time only."""
     per_chunk = max(1, min(points, sweeps.CHUNK_ELEMENTS // max(1, batch * n * n)))
     calls = math.ceil(points / per_chunk)
     seconds = 0.0
@@ -61,7 +62,7 @@ def previous_sweep_estimate(methods: Mapping[str, Mapping[str, Any]], n: int, d:
         one = limits.method_estimate(method, n, d, batch, limits._budget_or(method, n, d, params), dense=True)
         seconds += ((one.seconds - limits.CALL_SECONDS) * points + limits.CALL_SECONDS * calls) * rows
     seconds += limits.exact_estimate(n, d, batch).seconds * points * rows
-    return limits.Estimate(0.0, seconds)
+    return limits.Estimate(limits.sweep_estimate(methods, n, d, batch, points, rows).bytes, seconds)
 
 
 def case_call(what: str, methods: tuple[str, ...], n: int, heads: int, points: int) -> Callable[[], Any]:
@@ -88,11 +89,10 @@ def estimates(what: str, methods: tuple[str, ...], n: int, heads: int, points: i
         return limits.sweep_estimate(chosen, size, D, heads, points, rows)
 
     sizes = limits.sizes_up_to(4096)
-    with_bytes = lambda e, size: limits.Estimate(current(size).bytes, e.seconds)  # noqa: E731 - same memory model
     return (
         previous(n).seconds,
         current(n).seconds,
-        limits.largest_fitting(sizes, lambda size: with_bytes(previous(size), size)) or 0,
+        limits.largest_fitting(sizes, previous) or 0,
         limits.largest_fitting(sizes, current) or 0,
     )
 

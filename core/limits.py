@@ -46,8 +46,8 @@ CALL_SECONDS = 0.1
 # and each method's matrix only for their error norms, batched over temperatures. Measured on the 2-core reference
 # CPU (benchmarks/limits_calibration.py, n = 1024, 4 heads): exact 3.4 ns per entry; each method 4-12 ns per
 # entry beyond that, its model flops running at 5-60 GFLOP/s. Charged here: 12 ns per entry for exact and for
-# each method's matrix and errors, plus its model flops at 2 GFLOP/s, i.e. 3-10x the measured time (the Compare
-# constant above, 200 ns per entry, made sweeps 25-100x too slow and refused ones that take a few seconds).
+# each method's matrix and errors, plus its model flops at 2 GFLOP/s, i.e. 3-15x the measured time (the Compare
+# constant above, 200 ns per entry, made sweeps 22-115x too slow and refused ones that take a few seconds).
 SWEEP_FLOPS_PER_ELEMENT = 6.0
 SWEEP_MODEL_SPEEDUP = 4.0  # over ASSUMED_FLOPS_PER_SECOND: batched GEMMs, no views
 # Fixed overhead of a page run (interpreter, torch, the cached inputs), in bytes.
