@@ -16,8 +16,10 @@ from playwright.sync_api import Browser
 
 from .helpers import VIEWPORT, streamlit_server
 
-# One seed: with the default three the 16 x 12 grid at n = 768 is refused up front (past the job limit).
-HEAVY_LINK = "/Regime_map?n=768&nb=16&ns=12&betas=0.1,200&sigmas=0.05,2&seeds=1"
+# About 21 s of work on the 2-core reference machine (one seed), so a second tab opened while it runs always
+# finds it still running, even on a slower CI machine. At n = 768 it took 4 s: a second page that took longer
+# than that to load never saw the queue (a CI failure).
+HEAVY_LINK = "/Regime_map?n=2048&nb=16&ns=12&betas=0.1,200&sigmas=0.05,2&seeds=1"
 BUSY_RATE = 0.3  # CPU seconds per second: the server is computing (other tenants share the 2 cores)
 IDLE_RATE = 0.1  # CPU seconds per second: only housekeeping left
 STOP_BOUND_S = 2.0
@@ -108,7 +110,7 @@ def test_a_second_session_sees_its_place_in_the_queue(browser: Browser, server: 
         running.goto(url + HEAVY_LINK)
         running.get_by_role("button", name="Cancel").wait_for(timeout=120_000)
         waiting = second.new_page()
-        waiting.goto(url + HEAVY_LINK.replace("n=768", "n=512"))  # other settings: a job of its own
+        waiting.goto(url + HEAVY_LINK.replace("n=2048", "n=512"))  # other settings: a job of its own
         waiting.get_by_text("number 1 in the queue", exact=False).first.wait_for(timeout=120_000)
         assert running.get_by_text("The regime map", exact=False).first.is_visible()
         first.close()  # the running job is cancelled and the waiting one starts
