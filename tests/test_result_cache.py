@@ -316,3 +316,77 @@ def test_put_soon_writes_in_the_caller_when_the_writer_falls_behind(
     result_cache.put_soon("numbers", ("behind",), {"x": np.arange(3.0)})
     full = result_cache.make_key("numbers", ("behind",))
     assert full in diskcache.Cache(str(cache_dir))  # written before put_soon returned
+
+
+# ------------------------------------------------------------------ the process's memory layer
+
+
+def test_sessions_share_one_read_only_copy_of_a_method_result(cache_dir: Path) -> None:
+    spec = small_spec(21)
+    params = (("features", 8),)
+    first = compute.run_method_scheduled(spec, 2.5, "cpu", "performer", params, 0)
+    again = compute.run_method_scheduled(spec, 2.5, "cpu", "performer", params, 0)
+    assert again is first  # no per-reader copy (st.cache_data unpickled one per call)
+    for array in (first.attention, first.error, *first.metrics.values()):
+        assert not array.flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        first.attention[0, 0, 0] = 1.0
+    # The disk cache holds the same numbers, for other processes and after a restart.
+    result_cache.flush_writes()
+    stored = result_cache.get("run_method", (spec, 2.5, "cpu", "performer", params, 0))
+    np.testing.assert_array_equal(stored.attention, first.attention)
+
+
+def test_the_memory_layer_is_bounded_in_bytes_least_recently_used_out_first() -> None:
+    value = {"a": np.zeros(1000, np.float64)}  # 8,000 bytes of arrays
+    size = result_cache.value_bytes(value)
+    assert size == 8000 + result_cache.VALUE_OVERHEAD_BYTES
+    layer = result_cache.MemoryLayer(limit=3 * size)
+    for i in range(3):
+        layer.put(f"k{i}", {"a": np.zeros(1000, np.float64)})
+    assert layer.get("k0") is not None  # k0 is now the most recently used; k1 the least
+    layer.put("k3", {"a": np.zeros(1000, np.float64)})
+    assert layer.get("k1") is None
+    assert all(layer.get(k) is not None for k in ("k0", "k2", "k3"))
+    assert layer.bytes_used == 3 * size <= layer.limit
+    huge = {"a": np.zeros(10_000, np.float64)}
+    assert layer.put("huge", huge) is huge and layer.get("huge") is None  # served, not kept
+    assert not huge["a"].flags.writeable  # frozen all the same: the caller may share it
+    assert layer.bytes_used <= layer.limit
+
+
+def test_callers_waiting_on_one_key_compute_it_once() -> None:
+    import threading
+    import time
+
+    layer = result_cache.MemoryLayer(limit=10**6)
+    calls: list[int] = []
+    results: list[tuple[object, bool]] = []
+
+    def produce() -> dict[str, np.ndarray]:
+        calls.append(1)
+        time.sleep(0.2)
+        return {"a": np.ones(4)}
+
+    threads = [threading.Thread(target=lambda: results.append(layer.remember("same", produce))) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(calls) == 1
+    assert sum(not hit for _, hit in results) == 1 and len({id(value) for value, _ in results}) == 1
+
+
+def test_a_zero_bound_turns_the_memory_layer_off(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATTN_EXPLORER_MEMORY_CACHE_BYTES", "0")
+    layer = result_cache.memory()
+    assert layer.limit == 0 and layer.put("k", {"a": np.ones(3)}) is not None and layer.get("k") is None
+    spec, params = small_spec(22), (("features", 8),)
+    first = compute.run_method_scheduled(spec, 2.5, "cpu", "performer", params, 0)
+    result_cache.flush_writes()
+    again = compute.run_method_scheduled(spec, 2.5, "cpu", "performer", params, 0)
+    assert again is not first  # decoded from the disk cache
+    np.testing.assert_array_equal(again.attention, first.attention)
+    for raw, expected in (("junk", result_cache.DEFAULT_MEMORY_BYTES), ("-5", 0), ("1e3", 1000)):
+        monkeypatch.setenv("ATTN_EXPLORER_MEMORY_CACHE_BYTES", raw)
+        assert result_cache.memory_limit() == expected

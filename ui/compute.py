@@ -213,23 +213,33 @@ def _small_info(info: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in info.items() if isinstance(v, (int, float, str, bool))}
 
 
-_RUN_METHOD_BODY = threading.local()  # set when run_method's body runs, i.e. its memory cache missed
-
-
-@st.cache_data(show_spinner=False, max_entries=96)
 def run_method(
     spec: InputSpec, beta: float, device_name: str, method: str, params: tuple[tuple[str, Any], ...], seed: int
 ) -> MethodResult:
-    """One method on all heads; errors are measured against exact attention at the same beta."""
-    _RUN_METHOD_BODY.ran = True
+    """One method on all heads; errors are measured against exact attention at the same beta.
+
+    Served from this process's memory layer (one frozen copy shared by every session), else from the shared disk
+    cache, else computed. The value is read-only: copy an array before changing it."""
+    return _remembered_run(spec, beta, device_name, method, params, seed)[0]
+
+
+def _remembered_run(
+    spec: InputSpec, beta: float, device_name: str, method: str, params: tuple[tuple[str, Any], ...], seed: int
+) -> tuple[MethodResult, bool]:
+    """(result, True when this process's memory layer had it)."""
     key = (spec, beta, device_name, method, params, seed)
-    hit = result_cache.get("run_method", key)
-    if hit is not None:
-        return hit
-    result = _run_method(spec, beta, device_name, method, params, seed)
-    if result.error_message is None:  # refusals are cheap to redo and may depend on the host's limits
-        result_cache.put_soon("run_method", key, result)
-    return result
+    full = result_cache.make_key("run_method", key)
+
+    def load_or_run() -> MethodResult:
+        hit = result_cache.get_key(full)
+        if hit is not None:
+            return hit
+        result = _run_method(spec, beta, device_name, method, params, seed)
+        if result.error_message is None:  # refusals are cheap to redo and may depend on the host's limits
+            result_cache.put_soon("run_method", key, result)
+        return result
+
+    return result_cache.memory().remember(full, load_or_run)
 
 
 def _run_method(
@@ -299,19 +309,24 @@ def run_method_scheduled(
 
     estimate = method_seconds(spec, method, _params_dict(params))
     if estimate <= LIGHT_SECONDS:
-        _RUN_METHOD_BODY.ran = False
-        result = run_method(spec, beta, device_name, method, params, seed)
-        if not _RUN_METHOD_BODY.ran:
+        result, from_memory = _remembered_run(spec, beta, device_name, method, params, seed)
+        if from_memory:
             result_cache.count_memory_hit()
         return result
     key = (spec, beta, device_name, method, params, seed)  # the same cache entry as run_method
-    return run_heavy(
+    full = result_cache.make_key("run_method", key)
+    kept = result_cache.memory().get(full)
+    if kept is not None:
+        result_cache.count_memory_hit()
+        return kept
+    value = run_heavy(
         "run_method",
         key,
         lambda report: _run_method(spec, beta, device_name, method, params, seed),
         estimate,
         title=f"Running {method} at n = {spec.n}",
     )
+    return result_cache.memory().put(full, value)
 
 
 SIGNED_PARTS = ("sparse", "unnormalized_sparse")

@@ -5,6 +5,9 @@ process on the host and kept across restarts. Bounded by ``ATTN_EXPLORER_CACHE_B
 least-recently-used eviction. Statistics are on, so any process reads hits/misses with
 ``diskcache.Cache(dir).stats()``.
 
+In front of it, each process keeps a ``MemoryLayer``: decoded values shared by all its sessions, bounded in bytes
+by ``ATTN_EXPLORER_MEMORY_CACHE_BYTES``. Its values are frozen (read-only arrays), so one copy serves every session.
+
 Values are stored as bytes only: one ``np.savez`` archive whose arrays hold the numbers and whose ``__meta__``
 entry is JSON describing the structure (dicts, lists, tuples, scalars, strings and dataclasses of ``core``/``ui``).
 Nothing is ever pickled or unpickled, so a tampered cache file cannot run code.
@@ -32,6 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import cachetools
 import diskcache  # type: ignore[import-untyped]
 import numpy as np
 import torch
@@ -205,6 +209,122 @@ def decode(data: bytes) -> Any:
         arrays = {name: archive[name] for name in archive.files}
     meta = json.loads(arrays.pop(META).tobytes().decode())
     return _decode(meta, arrays)
+
+
+# ------------------------------------------------------------------ the process's memory layer
+
+DEFAULT_MEMORY_BYTES = 384 * 2**20
+VALUE_OVERHEAD_BYTES = 4096  # charged per value on top of its arrays (objects, dicts, small fields)
+_LOCK_STRIPES = 64
+
+
+def memory_limit() -> int:
+    """``ATTN_EXPLORER_MEMORY_CACHE_BYTES`` (default 384 MiB); 0 turns the memory layer off."""
+    raw = os.environ.get("ATTN_EXPLORER_MEMORY_CACHE_BYTES")
+    if not raw:
+        return DEFAULT_MEMORY_BYTES
+    try:
+        return max(int(float(raw)), 0)
+    except (ValueError, OverflowError):
+        return DEFAULT_MEMORY_BYTES
+
+
+def _walk(value: Any, visit: Callable[[np.ndarray], None]) -> None:
+    if isinstance(value, np.ndarray):
+        visit(value)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _walk(item, visit)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _walk(item, visit)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for field in dataclasses.fields(value):
+            _walk(getattr(value, field.name), visit)
+
+
+def freeze(value: T) -> T:
+    """Make every numpy array in ``value`` read-only (in place), so a shared value cannot be changed by one reader
+    under another: an in-place write raises ``ValueError: assignment destination is read-only``."""
+
+    def lock(array: np.ndarray) -> None:
+        array.flags.writeable = False
+
+    _walk(value, lock)
+    return value
+
+
+def value_bytes(value: Any) -> int:
+    """What a value costs the memory layer: its arrays' bytes plus a fixed overhead."""
+    total = [VALUE_OVERHEAD_BYTES]
+    _walk(value, lambda array: total.__setitem__(0, total[0] + array.nbytes))
+    return total[0]
+
+
+class MemoryLayer:
+    """Decoded results this process serves to all its sessions without a copy: least recently used out first,
+    bounded in bytes (``cachetools.LRUCache`` with ``value_bytes`` as the size). ``st.cache_data`` instead gives
+    each reader its own unpickled copy (about 8 MB per Compare method at n = 512, times every session in flight)
+    and bounds entries, not bytes. A value larger than the whole bound is served but not kept."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._lru: cachetools.LRUCache[str, Any] | None = (
+            cachetools.LRUCache(maxsize=limit, getsizeof=value_bytes) if limit > 0 else None
+        )
+        self._lock = threading.Lock()
+        self._stripes = [threading.Lock() for _ in range(_LOCK_STRIPES)]
+
+    def get(self, full: str) -> Any | None:
+        if self._lru is None:
+            return None
+        with self._lock:
+            return self._lru.get(full)
+
+    def put(self, full: str, value: Any) -> Any:
+        """Freeze ``value``, keep it if it fits, and return it."""
+        freeze(value)
+        if self._lru is not None and value_bytes(value) <= self.limit:
+            with self._lock:
+                self._lru[full] = value
+        return value
+
+    def remember(self, full: str, produce: Callable[[], T]) -> tuple[T, bool]:
+        """(value, True) from memory, or (``produce()``, False) kept for next time. Concurrent callers with the
+        same key wait for one ``produce`` (a class opening one link computes it once), as ``st.cache_data`` did."""
+        hit = self.get(full)
+        if hit is not None:
+            return hit, True
+        with self._stripes[hash(full) % _LOCK_STRIPES]:
+            hit = self.get(full)
+            if hit is not None:
+                return hit, True
+            return self.put(full, produce()), False
+
+    def clear(self) -> None:
+        if self._lru is not None:
+            with self._lock:
+                self._lru.clear()
+
+    @property
+    def bytes_used(self) -> int:
+        if self._lru is None:
+            return 0
+        with self._lock:
+            return int(self._lru.currsize)
+
+
+_memory_layers: dict[int, MemoryLayer] = {}
+
+
+def memory() -> MemoryLayer:
+    """This process's memory layer (one per bound, so a test may change ``ATTN_EXPLORER_MEMORY_CACHE_BYTES``)."""
+    limit = memory_limit()
+    with _lock:
+        layer = _memory_layers.get(limit)
+        if layer is None:
+            layer = _memory_layers[limit] = MemoryLayer(limit)
+        return layer
 
 
 # ------------------------------------------------------------------ get / put
