@@ -415,3 +415,53 @@ def test_robust_pca_parts_run_through_the_scheduler(tmp_path: Path, monkeypatch:
     assert not at.exception, [e.value for e in at.exception]
     assert seen == ["method_parts"]
     assert any("Parameters from the budget" in c.value for c in at.caption)  # the RPCA views were drawn
+
+
+# ------------------------------------------------------------------ light work: at most light_slots() at once
+
+
+def test_light_work_runs_at_most_its_slots_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATTN_EXPLORER_LIGHT_SLOTS", "2")
+    lock, inside, most = threading.Lock(), [0], [0]
+
+    def work() -> None:
+        with jobs.light_work():
+            with lock:
+                inside[0] += 1
+                most[0] = max(most[0], inside[0])
+            time.sleep(0.1)
+            with lock:
+                inside[0] -= 1
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    start = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=10)
+    assert most[0] == 2  # two at a time, never more
+    assert time.monotonic() - start >= 0.3  # six 0.1 s pieces in pairs
+
+
+def test_light_work_inside_light_work_does_not_wait_for_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATTN_EXPLORER_LIGHT_SLOTS", "1")
+    done = threading.Event()
+
+    def nested() -> None:
+        with jobs.light_work(), jobs.light_work(), jobs.light_work():
+            pass
+        with jobs.light_work():  # the slot was given back
+            done.set()
+
+    thread = threading.Thread(target=nested, daemon=True)
+    thread.start()
+    thread.join(timeout=5)
+    assert done.is_set(), "nested light work deadlocked"
+
+
+@pytest.mark.parametrize(("raw", "expected"), [("3", 3), ("0", None), ("junk", None), ("", None), ("999", 64)])
+def test_light_slots_come_from_the_environment_or_the_cores(
+    monkeypatch: pytest.MonkeyPatch, raw: str, expected: int | None
+) -> None:
+    monkeypatch.setenv("ATTN_EXPLORER_LIGHT_SLOTS", raw)
+    assert jobs.light_slots() == (jobs.cores() if expected is None else expected)

@@ -22,6 +22,7 @@ import core
 from core import device as core_device
 from core import metrics
 from ui import result_cache
+from ui.jobs import light_work
 
 DISPLAY_MAX = 512  # largest side of a matrix sent to the browser
 CACHE_FULL_MAX_N = 1024  # above this n, cached results keep only block-reduced matrices
@@ -160,6 +161,11 @@ def exact(spec: InputSpec, beta: float, device_name: str) -> ExactResult:
 
 
 def _exact(spec: InputSpec, beta: float, device_name: str) -> ExactResult:
+    with light_work():
+        return _exact_now(spec, beta, device_name)
+
+
+def _exact_now(spec: InputSpec, beta: float, device_name: str) -> ExactResult:
     dev = resolve(device_name)
     q, k, v = tensors(spec, dev)
     start = time.perf_counter()
@@ -234,7 +240,8 @@ def _remembered_run(
         hit = result_cache.get_key(full)
         if hit is not None:
             return hit
-        result = _run_method(spec, beta, device_name, method, params, seed)
+        with light_work():
+            result = _run_method(spec, beta, device_name, method, params, seed)
         if result.error_message is None:  # refusals are cheap to redo and may depend on the host's limits
             result_cache.put_soon("run_method", key, result)
         return result

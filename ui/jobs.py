@@ -22,8 +22,9 @@ import os
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -69,6 +70,47 @@ def default_slots() -> int:
     if torch.cuda.is_available():
         return max(1, torch.cuda.device_count())
     return max(1, cores() // 2)
+
+
+def light_slots() -> int:
+    """How many light computations run at once (``ATTN_EXPLORER_LIGHT_SLOTS``, default: one per core)."""
+    raw = os.environ.get("ATTN_EXPLORER_LIGHT_SLOTS", "").strip()
+    try:
+        value = int(raw) if raw else 0
+    except ValueError:
+        value = 0
+    return min(value, 64) if value >= 1 else cores()
+
+
+_light_gates: dict[int, threading.BoundedSemaphore] = {}
+_light_held = threading.local()
+
+
+@contextmanager
+def light_work() -> Iterator[None]:
+    """Hold one of ``light_slots()`` while computing a light result (a method at the page's settings, exact attention).
+
+    Twenty sessions that each compute a new setting otherwise all compute at once: on two cores they finish no
+    sooner, each holds its intermediate matrices (tens of MB at n = 512) meanwhile, and the first of them waits for
+    all. Light work still never waits behind heavy work (the scheduler's slots are separate). Re-entrant per
+    thread: a light computation that calls another does not wait for itself.
+    """
+    if getattr(_light_held, "depth", 0):
+        _light_held.depth += 1
+        try:
+            yield
+        finally:
+            _light_held.depth -= 1
+        return
+    slots = light_slots()
+    with _scheduler_lock:
+        gate = _light_gates.setdefault(slots, threading.BoundedSemaphore(slots))
+    with gate:
+        _light_held.depth = 1
+        try:
+            yield
+        finally:
+            _light_held.depth = 0
 
 
 def job_seconds() -> float:
