@@ -147,6 +147,20 @@ def release_free_memory() -> None:
         _LIBC.malloc_trim(0)
 
 
+M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter number (malloc.h)
+MMAP_THRESHOLD_MAX = 32 * 2**20  # glibc's largest threshold on 64-bit systems (HEAP_MAX_SIZE / 2)
+
+
+def set_mmap_threshold(nbytes: int) -> bool:
+    """Give every allocation of at least ``nbytes`` its own memory mapping, returned to the OS when it is freed
+    (glibc's ``mallopt(M_MMAP_THRESHOLD)``; this also stops glibc from raising the threshold by itself). False
+    where there is no glibc or it refused the value (allowed: 0 to ``MMAP_THRESHOLD_MAX``)."""
+    mallopt = getattr(_LIBC, "mallopt", None)
+    if mallopt is None or not 0 <= nbytes <= MMAP_THRESHOLD_MAX:
+        return False
+    return bool(mallopt(M_MMAP_THRESHOLD, int(nbytes)))
+
+
 def reset_rss_peak() -> bool:
     """Reset the kernel's resident-set high-water mark to the current RSS; False where unsupported."""
     try:

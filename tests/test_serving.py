@@ -96,3 +96,82 @@ def test_import_heap_is_frozen_out_of_the_post_run_collection() -> None:
     # Frozen objects sit in the permanent generation, which gc.collect (and gc.get_objects) never walks.
     assert not any(obj is torch.nn.Module for obj in gc.get_objects())
     assert serving.freeze_import_heap() == gc.get_freeze_count()  # a second call freezes nothing more
+
+
+# ------------------------------------------------------------------ ATTN_EXPLORER_MALLOC_MMAP_BYTES
+
+
+@pytest.mark.parametrize("raw", ["junk", "-1", "1.5", "inf", "nan", "1e12", str(32 * 2**20 + 1)])
+def test_a_bad_mmap_threshold_is_named_with_its_range_and_not_applied(
+    raw: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core import profiling
+
+    calls: list[int] = []
+    monkeypatch.setattr(profiling, "set_mmap_threshold", lambda n: calls.append(n) or True)
+    message = serving.apply_mmap_threshold({serving.MMAP_BYTES_VARIABLE: raw})
+    assert message is not None and "ATTN_EXPLORER_MALLOC_MMAP_BYTES" in message and "0 to 33554432" in message
+    assert calls == []
+
+
+def test_a_good_mmap_threshold_is_applied_and_none_leaves_glibc_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    from core import profiling
+
+    calls: list[int] = []
+    monkeypatch.setattr(profiling, "set_mmap_threshold", lambda n: calls.append(n) or True)
+    assert serving.apply_mmap_threshold({}) is None and calls == []
+    assert serving.apply_mmap_threshold({serving.MMAP_BYTES_VARIABLE: "1048576"}) is None
+    assert serving.apply_mmap_threshold({serving.MMAP_BYTES_VARIABLE: " 2e6 "}) is None
+    assert calls == [1048576, 2_000_000]
+
+
+# glibc's own count of bytes in mapped blocks (mallinfo2().hblkhd) while 40 arrays of 4 MiB are alive, round by
+# round. By default glibc maps only the first round: freeing it raises its threshold above 4 MiB, so later arrays
+# come from the heap and stay resident after they are freed (until a trim). With the threshold set they are mapped
+# every time, and unmapped at free.
+_MAPPED_PER_ROUND = """
+import ctypes, sys, numpy as np
+from core import profiling
+class Mallinfo2(ctypes.Structure):
+    names = "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost"
+    _fields_ = [(n, ctypes.c_size_t) for n in names.split()]
+libc = ctypes.CDLL("libc.so.6")
+libc.mallinfo2.restype = Mallinfo2
+if sys.argv[1] == "on":
+    assert profiling.set_mmap_threshold(1 << 20)
+mapped = []
+for attempt in range(3):
+    before = libc.mallinfo2().hblkhd
+    arrays = [np.ones(2**20, np.float32) for _ in range(40)]
+    mapped.append(round((libc.mallinfo2().hblkhd - before) / 2**20))
+    del arrays
+print(*mapped)
+"""
+
+
+def _has_mallinfo2() -> bool:
+    import ctypes
+
+    try:
+        return hasattr(ctypes.CDLL("libc.so.6"), "mallinfo2")
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _has_mallinfo2(), reason="needs glibc 2.33 or later")
+def test_the_mmap_threshold_maps_large_arrays_every_time() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+
+    def mapped(mode: str) -> list[int]:
+        run = subprocess.run(
+            [sys.executable, "-c", _MAPPED_PER_ROUND, mode], cwd=root, capture_output=True, text=True, timeout=60
+        )
+        assert run.returncode == 0, run.stderr
+        return [int(x) for x in run.stdout.split()]
+
+    assert mapped("on") == [160, 160, 160]  # MiB: every round mapped, so freed at once
+    assert mapped("off")[1:] == [0, 0]  # glibc's default: from the heap after the first round

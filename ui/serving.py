@@ -29,14 +29,22 @@ not what it still holds: after each wave of 40 + 20 sessions the load benchmark 
 no trend, and 1.7 and 2.6 GiB once it had settled before waves 2 and 3 (with the trimmer: 1.3 and 1.5). A thread
 (``IdleTrimmer``) calls ``malloc_trim(0)`` when no script run or job is in progress and the process has used some
 CPU since its last trim. ``ATTN_EXPLORER_TRIM=0`` turns it off.
+
+4. A lower memory peak, on request: ``ATTN_EXPLORER_MALLOC_MMAP_BYTES`` (bytes, 0 to 32 MiB) makes glibc map every
+allocation of at least that size on its own and unmap it at free, instead of keeping it in the heap until the next
+trim. While a class computes, the server then holds only what is live; each large array costs fresh pages instead.
+See the README for the measured trade.
 """
 
 from __future__ import annotations
 
 import gc
+import math
+import os
+import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from streamlit import config
@@ -113,6 +121,7 @@ def server_busy() -> bool:
 
 
 _trimmer: IdleTrimmer | None = None
+_mmap_applied = threading.Event()
 
 
 def start_idle_trimmer() -> IdleTrimmer | None:
@@ -127,6 +136,29 @@ def start_idle_trimmer() -> IdleTrimmer | None:
     return _trimmer
 
 
+MMAP_BYTES_VARIABLE = "ATTN_EXPLORER_MALLOC_MMAP_BYTES"
+
+
+def apply_mmap_threshold(environ: Mapping[str, str] | None = None) -> str | None:
+    """Apply ``ATTN_EXPLORER_MALLOC_MMAP_BYTES`` if set. Returns None when all is well, else a message naming the
+    variable and its allowed range (the server then runs with glibc's defaults)."""
+    from core import profiling
+
+    raw = (os.environ if environ is None else environ).get(MMAP_BYTES_VARIABLE, "").strip()
+    if not raw:
+        return None
+    allowed = f"an integer number of bytes from 0 to {profiling.MMAP_THRESHOLD_MAX} (32 MiB), e.g. 1048576"
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not (math.isfinite(value) and value == int(value) and 0 <= value <= profiling.MMAP_THRESHOLD_MAX):
+        return f"{MMAP_BYTES_VARIABLE}={raw!r} ignored: it must be {allowed}"
+    if not profiling.set_mmap_threshold(int(value)):
+        return f"{MMAP_BYTES_VARIABLE} ignored: this C library has no glibc mallopt"
+    return None
+
+
 def install() -> None:
     """Route Streamlit's own config reads (``config.get_option`` / ``get_options_for_section``) to the lock-free
     readers, freeze the import heap, and start the idle trimmer."""
@@ -138,3 +170,8 @@ def install() -> None:
         config.get_options_for_section = get_options_for_section
     freeze_import_heap()
     start_idle_trimmer()
+    if not _mmap_applied.is_set():
+        _mmap_applied.set()
+        problem = apply_mmap_threshold()
+        if problem is not None:
+            print(f"attention explorer: {problem}", file=sys.stderr, flush=True)
