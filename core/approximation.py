@@ -88,7 +88,15 @@ class AttentionInputs:
         return draw.to(device=self.device, dtype=self.dtype)
 
     def logits(self) -> torch.Tensor:
-        """Dense scale * q k^T, (B, n, n). Only for dense views and oracles."""
+        """Dense scale * q k^T, (B, n, n). Only for dense views and oracles.
+
+        When the batch repeats one q and k (``repeats``, a temperature sweep), q k^T is formed once and scaled for
+        each copy: the same numbers, without a matrix product per temperature."""
+        if self.repeats > 1:
+            rows = self.batch // self.repeats
+            product = self.q[:rows] @ self.k[:rows].transpose(-1, -2)
+            scale = self.scale.reshape(self.repeats, rows, 1, 1)
+            return (scale * product).reshape(self.batch, self.n, self.n)
         return self.scale * (self.q @ self.k.transpose(-1, -2))
 
     def exact_attention(self) -> torch.Tensor:

@@ -74,7 +74,7 @@ def sweep_section(s: ui.Settings, chosen: list[str], params: dict[str, dict[str,
     elif not ui.state.within_limits(runs.sweep_check(s, chosen, params, len(taus))):
         pass
     else:
-        status = st.status("Sweeping the temperature…", expanded=False)
+        status = ui.StatusLine("Sweeping the temperature…")
         try:
             res = runs.temperature_sweep(s, taus, chosen, params)
         except (ValueError, RuntimeError, torch.cuda.OutOfMemoryError) as exc:

@@ -36,7 +36,7 @@ if not ui.state.within_limits(
 ):
     ui.finish()
     st.stop()
-status = st.status(f"Computing {len(betas) * len(spreads)} cells × {seeds} seed(s)…", expanded=False)
+status = ui.StatusLine(f"Computing {len(betas) * len(spreads)} cells × {seeds} seed(s)…")
 key_params = tuple((m, ui.params_key(p)) for m, p in c.params.items())
 args = (s.n, s.d, s.spec.clusters, tuple(map(float, betas)), tuple(map(float, spreads)), tuple(roles.items()))
 args += (s.fraction, s.seed, key_params, s.device_name, seeds)

@@ -209,7 +209,7 @@ def test_error_vs_entropy_sweeps_and_marks_the_crossover() -> None:
     assert not at.exception
     assert at.slider(key="points").value == 5
     assert at.select_slider(key="taus").value == (0.03, 3.0)
-    assert "Sweep done: 5 temperatures × 3 methods" in [s.label for s in at.status][0]
+    assert any("Sweep done: 5 temperatures × 3 methods" in c.value for c in at.caption)
     got = metrics(at)
     assert len(got) == 3
     texts = " ".join(m.value for m in at.markdown)

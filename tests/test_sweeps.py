@@ -176,3 +176,36 @@ def test_a_cpu_computes_fewer_temperatures_at_once_than_a_gpu() -> None:
     cpu = core.device.chunk_elements(torch.device("cpu"))
     assert cpu < core.device.chunk_elements(torch.device("cuda")) == sweeps.CHUNK_ELEMENTS
     assert 512 * 512 <= cpu  # one n = 512 map still fits in a chunk
+
+
+def test_a_temperature_stack_forms_q_k_once_with_the_same_numbers() -> None:
+    """AttentionInputs.logits over a repeated q, k (a sweep's stack): one product for all temperatures, and
+    bit-for-bit the logits a per-temperature product gives."""
+    import dataclasses
+
+    from torch.overrides import TorchFunctionMode
+
+    from core.approximation import prepare_inputs
+
+    generator = torch.Generator().manual_seed(3)
+    q, k, v = torch.randn(3, 2, 64, 16, generator=generator).unbind(0)
+    temperatures = 5
+    stack = [x.unsqueeze(0).expand(temperatures, *x.shape) for x in (q, k, v)]
+    inputs = prepare_inputs(*stack, torch.linspace(0.5, 20.0, temperatures).reshape(-1, 1), 0)
+    assert inputs.repeats == temperatures
+
+    class Products(TorchFunctionMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.batches: list[int] = []
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            if "matmul" in getattr(func, "__name__", ""):
+                self.batches.append(int(args[0].shape[0]))
+            return func(*args, **(kwargs or {}))
+
+    with Products() as seen:
+        once = inputs.logits()
+    assert seen.batches == [2]  # the two heads, not 5 x 2
+    each = dataclasses.replace(inputs, repeats=1).logits()
+    assert torch.equal(once, each)
