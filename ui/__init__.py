@@ -257,7 +257,6 @@ class StatusLine:
         self.update(label, "running")
 
     def update(self, label: str, state: str = "running") -> None:
-        self.label, self.state = label, state
         self._slot.caption(f"{self.ICONS[state]} {label}")
 
 

@@ -160,12 +160,8 @@ def exact(spec: InputSpec, beta: float, device_name: str) -> ExactResult:
     return result_cache.cached("exact", (spec, beta, device_name), lambda: _exact(spec, beta, device_name))
 
 
+@light_work()
 def _exact(spec: InputSpec, beta: float, device_name: str) -> ExactResult:
-    with light_work():
-        return _exact_now(spec, beta, device_name)
-
-
-def _exact_now(spec: InputSpec, beta: float, device_name: str) -> ExactResult:
     dev = resolve(device_name)
     q, k, v = tensors(spec, dev)
     start = time.perf_counter()

@@ -58,15 +58,19 @@ def cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def _slots_setting(variable: str) -> int | None:
+    """A slot count from the environment (1 to 64), or None when unset or not a positive integer."""
+    try:
+        value = int(os.environ.get(variable, "").strip())
+    except ValueError:
+        return None
+    return min(value, 64) if value >= 1 else None
+
+
 def default_slots() -> int:
-    raw = os.environ.get("ATTN_EXPLORER_SLOTS", "").strip()
-    if raw:
-        try:
-            value = int(raw)
-        except ValueError:
-            value = 0
-        if value >= 1:
-            return min(value, 64)
+    configured = _slots_setting("ATTN_EXPLORER_SLOTS")
+    if configured is not None:
+        return configured
     if torch.cuda.is_available():
         return max(1, torch.cuda.device_count())
     return max(1, cores() // 2)
@@ -74,15 +78,11 @@ def default_slots() -> int:
 
 def light_slots() -> int:
     """How many light computations run at once (``ATTN_EXPLORER_LIGHT_SLOTS``, default: one per core)."""
-    raw = os.environ.get("ATTN_EXPLORER_LIGHT_SLOTS", "").strip()
-    try:
-        value = int(raw) if raw else 0
-    except ValueError:
-        value = 0
-    return min(value, 64) if value >= 1 else cores()
+    return _slots_setting("ATTN_EXPLORER_LIGHT_SLOTS") or cores()
 
 
 _light_gates: dict[int, threading.BoundedSemaphore] = {}
+_light_gates_lock = threading.Lock()
 _light_held = threading.local()
 
 
@@ -93,24 +93,20 @@ def light_work() -> Iterator[None]:
     Twenty sessions that each compute a new setting otherwise all compute at once: on two cores they finish no
     sooner, each holds its intermediate matrices (tens of MB at n = 512) meanwhile, and the first of them waits for
     all. Light work still never waits behind heavy work (the scheduler's slots are separate). Re-entrant per
-    thread: a light computation that calls another does not wait for itself.
+    thread: a light computation that calls another does not wait for itself. Also a decorator.
     """
-    if getattr(_light_held, "depth", 0):
-        _light_held.depth += 1
-        try:
-            yield
-        finally:
-            _light_held.depth -= 1
+    if getattr(_light_held, "holding", False):  # the outermost block holds the slot and gives it back
+        yield
         return
     slots = light_slots()
-    with _scheduler_lock:
+    with _light_gates_lock:
         gate = _light_gates.setdefault(slots, threading.BoundedSemaphore(slots))
     with gate:
-        _light_held.depth = 1
+        _light_held.holding = True
         try:
             yield
         finally:
-            _light_held.depth = 0
+            _light_held.holding = False
 
 
 def job_seconds() -> float:

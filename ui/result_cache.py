@@ -68,15 +68,20 @@ def cache_dir() -> Path:
     return Path(os.environ.get("ATTN_EXPLORER_CACHE_DIR") or DEFAULT_DIR)
 
 
-def size_limit() -> int:
-    raw = os.environ.get("ATTN_EXPLORER_CACHE_BYTES")
+def _bytes_setting(variable: str, default: int, least: int) -> int:
+    """A byte count from the environment (``1e9`` is accepted), at least ``least``; ``default`` when unset or bad."""
+    raw = os.environ.get(variable)
     if not raw:
-        return DEFAULT_BYTES
+        return default
     try:
         value = int(float(raw))
     except (ValueError, OverflowError):
-        return DEFAULT_BYTES
-    return max(value, 1)
+        return default
+    return max(value, least)
+
+
+def size_limit() -> int:
+    return _bytes_setting("ATTN_EXPLORER_CACHE_BYTES", DEFAULT_BYTES, 1)
 
 
 _lock = threading.Lock()
@@ -220,13 +225,7 @@ _LOCK_STRIPES = 64
 
 def memory_limit() -> int:
     """``ATTN_EXPLORER_MEMORY_CACHE_BYTES`` (default 384 MiB); 0 turns the memory layer off."""
-    raw = os.environ.get("ATTN_EXPLORER_MEMORY_CACHE_BYTES")
-    if not raw:
-        return DEFAULT_MEMORY_BYTES
-    try:
-        return max(int(float(raw)), 0)
-    except (ValueError, OverflowError):
-        return DEFAULT_MEMORY_BYTES
+    return _bytes_setting("ATTN_EXPLORER_MEMORY_CACHE_BYTES", DEFAULT_MEMORY_BYTES, 0)
 
 
 def _walk(value: Any, visit: Callable[[np.ndarray], None]) -> None:
@@ -256,9 +255,9 @@ def freeze(value: T) -> T:
 
 def value_bytes(value: Any) -> int:
     """What a value costs the memory layer: its arrays' bytes plus a fixed overhead."""
-    total = [VALUE_OVERHEAD_BYTES]
-    _walk(value, lambda array: total.__setitem__(0, total[0] + array.nbytes))
-    return total[0]
+    sizes: list[int] = []
+    _walk(value, lambda array: sizes.append(array.nbytes))
+    return VALUE_OVERHEAD_BYTES + sum(sizes)
 
 
 class MemoryLayer:
@@ -284,9 +283,12 @@ class MemoryLayer:
     def put(self, full: str, value: Any) -> Any:
         """Freeze ``value``, keep it if it fits, and return it."""
         freeze(value)
-        if self._lru is not None and value_bytes(value) <= self.limit:
+        if self._lru is not None:
             with self._lock:
-                self._lru[full] = value
+                try:
+                    self._lru[full] = value
+                except ValueError:  # cachetools: larger than the whole bound
+                    pass
         return value
 
     def remember(self, full: str, produce: Callable[[], T]) -> tuple[T, bool]:
