@@ -89,3 +89,10 @@ def test_summary_keys_and_values() -> None:
     assert abs(out["row_kl"]) < 1e-12
     assert out["entropy"] == pytest.approx(float(metrics.mean_row_entropy(exact).mean()))
     assert all(isinstance(value, float) for value in out.values())
+
+
+def test_entropy_clips_negative_entries_of_signed_approximations() -> None:
+    """A truncated SVD can put small negative numbers in a row; they count as 0, as documented, not as NaN/-inf."""
+    p = torch.tensor([[0.6, 0.5, -0.1], [0.5, 0.5, 0.0]], dtype=torch.float64)
+    expected = torch.tensor([-(0.6 * math.log(0.6) + 0.5 * math.log(0.5)), math.log(2)], dtype=torch.float64)
+    torch.testing.assert_close(metrics.row_entropy(p), expected)

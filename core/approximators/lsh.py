@@ -50,7 +50,11 @@ class HashPlan:
         return self.q_chunk.unsqueeze(-1) == self.k_chunk.unsqueeze(-2)
 
     def support(self) -> torch.Tensor:
-        return self.support_rounds().any(dim=1)
+        """(B, n, n) bool: the union of the rounds' supports, built round by round (no (B, R, n, n) tensor)."""
+        union = self.q_chunk[:, 0].unsqueeze(-1) == self.k_chunk[:, 0].unsqueeze(-2)
+        for r in range(1, self.rounds):
+            union.logical_or_(self.q_chunk[:, r].unsqueeze(-1) == self.k_chunk[:, r].unsqueeze(-2))
+        return union
 
     def seen_before(self, r: int, q_pos: torch.Tensor, k_pos: torch.Tensor) -> torch.Tensor | None:
         """Pairs of round r's chunks that an earlier round already attended: (B, C, c, c) bool, or None.
