@@ -103,15 +103,16 @@ def sweep_section(s: ui.Settings, chosen: list[str], params: dict[str, dict[str,
             col.metric(
                 ui.method_label(method), f"{float(np.mean(errors[method])):.3f}", help="Mean error over the sweep."
             )
-        with st.expander("Numbers behind the chart"):
-            st.dataframe(table, hide_index=True, width="stretch")
-            st.caption(
-                "Budgeted parameters used: "
-                + "; ".join(
-                    f"{ui.method_label(m)}: " + ", ".join(f"{k}={v}" for k, v in p.items())
-                    for m, p in res["params"].items()
+        with ui.on_demand("Numbers behind the chart", "numbers_sweep") as open_:
+            if open_:
+                st.dataframe(table, hide_index=True, width="stretch")
+                st.caption(
+                    "Budgeted parameters used: "
+                    + "; ".join(
+                        f"{ui.method_label(m)}: " + ", ".join(f"{k}={v}" for k, v in p.items())
+                        for m, p in res["params"].items()
+                    )
                 )
-            )
     ui.finish_fragment(share=False)  # the scrubber's controls come after: ui.finish draws the share box
 
 
@@ -141,7 +142,8 @@ else:
         for col, method in zip(cols, chosen, strict=False):
             part = table[table["method"] == method]
             col.metric(ui.method_label(method), f"{part[f'{metric}_error'].mean():.3f}", help="Mean over the 72 heads.")
-        with st.expander("Numbers behind the chart"):
-            st.dataframe(table, hide_index=True, width="stretch")
+        with ui.on_demand("Numbers behind the chart", "numbers_heads") as open_:
+            if open_:
+                st.dataframe(table, hide_index=True, width="stretch")
 
 ui.finish()

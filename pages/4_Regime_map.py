@@ -78,7 +78,8 @@ table = pd.DataFrame(res.rows())
 panels.draw_maps(res, view, table, seeds)
 panels.draw_summary(res, seeds, s.seed)
 panels.draw_theorem(s, seeds, boundaries)
-with st.expander("Numbers behind the maps"):
-    st.dataframe(table, hide_index=True, width="stretch")
+with ui.on_demand("Numbers behind the maps", "numbers_regime") as open_:
+    if open_:
+        st.dataframe(table, hide_index=True, width="stretch")
 
 ui.finish()

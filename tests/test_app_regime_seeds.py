@@ -41,3 +41,16 @@ def test_a_seed_count_too_costly_for_this_size_is_refused_before_starting(monkey
     refused = run(n="256", nb="8", ns="5", seeds="10")  # ten times that
     said = "\n".join(e.value for e in refused.error)
     assert "Refused before starting" in said, said
+
+
+def test_the_numbers_behind_the_maps_are_sent_only_when_asked_for() -> None:
+    """The table's expander is on demand (ui.on_demand): closed, no grid is sent to the browser; opened, the table
+    holds one row per cell with the averaged errors."""
+    at = run(n="64", nb="2", ns="2", seeds="2")
+    assert not at.exception
+    assert not at.dataframe
+    at.session_state["open_numbers_regime"] = True
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    table = at.dataframe[0].value
+    assert len(table) == 4

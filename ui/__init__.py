@@ -76,8 +76,10 @@ q is pre-scaled, so tau = 1 is the model's own attention, and ``scale=s.beta`` a
 
 from __future__ import annotations
 
+import contextlib
 import html
 import urllib.parse
+from collections.abc import Iterator
 from typing import Any
 
 import streamlit as st
@@ -180,6 +182,7 @@ __all__ = [
     "navigation",
     "multiselect",
     "notice",
+    "on_demand",
     "page",
     "page_url",
     "param_key",
@@ -258,6 +261,17 @@ class StatusLine:
 
     def update(self, label: str, state: str = "running") -> None:
         self._slot.caption(f"{self.ICONS[state]} {label}")
+
+
+@contextlib.contextmanager
+def on_demand(label: str, key: str) -> Iterator[bool]:
+    """An expander whose content is made and sent only while it is open: ``with ui.on_demand(...) as open_: if
+    open_: ...``. Opening it reruns the page (or its fragment). For tables behind a chart: a closed expander's
+    ``st.dataframe`` still loads and mounts the grid in the browser, and on a cold first visit that took the same
+    cores as the chart it follows. ``key`` (session state ``open_<key>``) lets a test open it."""
+    box = st.expander(label, key=f"open_{key}", on_change="rerun")
+    with box:
+        yield bool(box.open)
 
 
 def finish() -> None:
