@@ -63,6 +63,11 @@ Figures and export
     faster than many), with ``show_figure(..., parts={map name: {"png": ..., "data": ...}})`` for each map's
     own exports.
 
+On-demand sections
+    ``with ui.on_demand("Numbers behind the chart", "numbers_x") as open_: if open_: st.dataframe(...)``: an
+    expander whose content is made and sent only once it is opened (a click reruns the page or fragment). For
+    tables and other extras after a page's first chart, which would otherwise load in the browser with it.
+
 Explanations
     ``ui.explain(text, latex)``: 2-3 plain sentences and the formula. Keep one per view.
 

@@ -308,3 +308,19 @@ def test_error_vs_entropy_cancel_in_a_full_run_keeps_the_sidebar_footer(page: Pa
     assert page.get_by_text("was cancelled", exact=False).first.is_visible()
     assert "logy=true" in share_link(page)
     assert page.locator("[data-testid='stSidebar']").locator("[data-testid='stFileUploader']").count() == 1
+
+
+def test_the_table_behind_the_sweep_is_sent_when_its_expander_opens(page: Page, app_server: str) -> None:
+    """``ui.on_demand``: closed, the page holds no data grid; opening the expander reruns the sweep's fragment
+    alone (the sweep comes from the cache) and the table appears under the same chart."""
+    endings = record_run_endings(page)
+    page.goto(f"{app_server}/Error_vs_entropy?n=128&points=4")
+    wait_for_app(page)
+    page.locator("[data-testid='stPlotlyChart'] .main-svg").first.wait_for(timeout=90_000)
+    assert page.locator("[data-testid='stDataFrame']").count() == 0
+    endings.clear()
+    page.get_by_text("Numbers behind the chart").first.click()
+    page.locator("[data-testid='stDataFrame']").first.wait_for(timeout=30_000)
+    wait_for_app(page)
+    assert endings and set(endings) == FRAGMENT_ONLY, endings
+    assert page.locator("[data-testid='stPlotlyChart'] .main-svg").count() >= 1
