@@ -24,7 +24,7 @@ def test_the_seed_count_comes_from_the_url_and_is_shown() -> None:
     assert at.slider(key="seeds").value == 2
     assert any("Averaged over 2 seed(s)" in c.value for c in at.caption)
     metric = next(m for m in at.metric if m.label == "winner within noise")
-    assert metric.value.endswith("of 4 cells")
+    assert metric.value.endswith(" / 4")  # cells within noise, out of the 2 x 2 grid
 
 
 def test_the_default_is_three_seeds() -> None:

@@ -218,6 +218,15 @@ html {font-size: 21px;}
 </style>"""
 
 
+# Every page: Streamlit's own page list hidden (the shared sidebar draws links that keep the settings), and metric
+# labels wrapped instead of cut ("LSH sparse (Reformer/SMYRF)" ended in "…" on a 1280 px screen).
+PAGE_CSS = """<style>
+[data-testid='stSidebarNav'], [data-testid='stSidebarNavSeparator'] {display: none;}
+[data-testid='stMetricLabel'], [data-testid='stMetricLabel'] * {white-space: normal !important;
+  overflow: visible !important; text-overflow: clip !important; height: auto !important;}
+</style>"""
+
+
 def page(title: str, icon: str = ":material/insights:", url_path: str | None = None) -> Any:
     """Start a page: page config, then URL-state bookkeeping. Call first on every page.
 
@@ -230,8 +239,8 @@ def page(title: str, icon: str = ":material/insights:", url_path: str | None = N
     st.set_page_config(page_title=f"{title} · Attention Explorer", page_icon=icon, layout="wide")
     # The shared sidebar draws its own navigation (Home instead of "app", and links that keep the settings).
     st.set_option("client.showSidebarNavigation", False)
-    # On a fresh server the first page has already been sent Streamlit's own navigation; hide it there too.
-    st.html("<style>[data-testid='stSidebarNav'], [data-testid='stSidebarNavSeparator'] {display: none;}</style>")
+    # On a fresh server the first page has already been sent Streamlit's own navigation; PAGE_CSS hides it there too.
+    st.html(PAGE_CSS)
     if state.presenter_mode():
         st.html(PRESENTER_CSS)
         kept = [(k, v) for k, values in state._raw_params().items() if k != state.PRESENT_KEY for v in values]

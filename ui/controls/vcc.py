@@ -133,11 +133,12 @@ def vcc_controls(s: ui.Settings, tokens: list[str] | None) -> VccControls:
         help=f"At most {budget_max} here; the maximum refines everything: exact attention.",
     )
     correction = ui.toggle(
-        "Length bias D (log s on each block's logit)",
+        "Length bias D",
         "D",
         True,
         where=cols[2],
-        help="Switch off to see why it is needed: without it a block of s tokens counts as one.",
+        help="Adds log s to each block's logit, so a block of s tokens weighs as s tokens. Switch off to see why it "
+        "is needed: without it a block of s tokens counts as one.",
     )
     share = s.heads > 1 and ui.toggle(
         "All heads share one J",
