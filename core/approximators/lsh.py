@@ -51,10 +51,14 @@ class HashPlan:
 
     def support(self) -> torch.Tensor:
         """(B, n, n) bool: the union of the rounds' supports, built round by round (no (B, R, n, n) tensor)."""
-        union = self.q_chunk[:, 0].unsqueeze(-1) == self.k_chunk[:, 0].unsqueeze(-2)
+        union = self.round_support(0)
         for r in range(1, self.rounds):
-            union.logical_or_(self.q_chunk[:, r].unsqueeze(-1) == self.k_chunk[:, r].unsqueeze(-2))
+            union.logical_or_(self.round_support(r))
         return union
+
+    def round_support(self, r: int) -> torch.Tensor:
+        """(B, n, n) bool: round r's support (query and key in the same chunk)."""
+        return self.q_chunk[:, r].unsqueeze(-1) == self.k_chunk[:, r].unsqueeze(-2)
 
     def seen_before(self, r: int, q_pos: torch.Tensor, k_pos: torch.Tensor) -> torch.Tensor | None:
         """Pairs of round r's chunks that an earlier round already attended: (B, C, c, c) bool, or None.
