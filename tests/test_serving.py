@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import inspect
 import threading
+from typing import Any
 
 import pytest
 import streamlit as st
@@ -175,3 +176,55 @@ def test_the_mmap_threshold_maps_large_arrays_every_time() -> None:
 
     assert mapped("on") == [160, 160, 160]  # MiB: every round mapped, so freed at once
     assert mapped("off")[1:] == [0, 0]  # glibc's default: from the heap after the first round
+
+
+# ------------------------------------------------------------------ the developer menu's messages
+
+
+def _backmsg(kind: str) -> Any:
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+
+    msg = BackMsg()
+    if kind == "rerun_script":
+        msg.rerun_script.page_name = "Compare"
+    elif kind == "set_run_on_save":
+        msg.set_run_on_save = True
+    else:
+        setattr(msg, kind, True)
+    assert msg.WhichOneof("type") == kind
+    return msg
+
+
+@pytest.mark.parametrize("kind", sorted(serving.DEVELOPER_MESSAGES))
+def test_a_developer_message_from_a_browser_is_dropped_unless_the_server_allows_it(
+    kind: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    handled: list[str] = []
+    guarded = serving.refuse_developer_messages(lambda session, msg: handled.append(msg.WhichOneof("type")))
+    monkeypatch.delenv(serving.DEVELOPER_VARIABLE, raising=False)
+    with caplog.at_level("WARNING", logger="ui.serving"):
+        assert guarded(object(), _backmsg(kind)) is None
+    assert handled == [] and f"refused a {kind} message" in caplog.text
+    monkeypatch.setenv(serving.DEVELOPER_VARIABLE, "1")
+    guarded(object(), _backmsg(kind))
+    assert handled == [kind]
+
+
+def test_every_other_message_passes_and_the_guard_wraps_once() -> None:
+    handled: list[tuple[object, str]] = []
+    session = object()
+    guarded = serving.refuse_developer_messages(lambda s, msg: handled.append((s, msg.WhichOneof("type"))) or "ok")
+    assert guarded(session, _backmsg("rerun_script")) == "ok"
+    assert handled == [(session, "rerun_script")]
+    assert serving.refuse_developer_messages(guarded) is guarded
+    assert not serving.developer_messages_allowed({serving.DEVELOPER_VARIABLE: "0"})
+    assert serving.developer_messages_allowed({serving.DEVELOPER_VARIABLE: " Yes "})
+
+
+def test_install_guards_every_session_of_the_process() -> None:
+    from streamlit.runtime.app_session import AppSession
+
+    serving.install()
+    serving.install()
+    assert getattr(AppSession.handle_backmsg, "refuses_developer_messages", False)
+    assert serving.refuse_developer_messages(AppSession.handle_backmsg) is AppSession.handle_backmsg

@@ -34,11 +34,19 @@ CPU since its last trim. ``ATTN_EXPLORER_TRIM=0`` turns it off.
 allocation of at least that size on its own and unmap it at free, instead of keeping it in the heap until the next
 trim. While a class computes, the server then holds only what is live; each large array costs fresh pages instead.
 See the README for the measured trade.
+
+5. Developer messages from browsers are refused. Any websocket client can send the messages of Streamlit's developer
+menu, whatever its toolbar shows: ``clear_cache`` empties every ``st.cache_data`` and ``st.cache_resource`` of the
+process for every session (a stranger could make a whole class recompute, again and again), ``set_run_on_save``
+reruns scripts on file changes, and ``load_git_info`` sends the repository's remote and branch. ``install()`` wraps
+``AppSession.handle_backmsg`` so that these are dropped (with a log line) unless ``ATTN_EXPLORER_DEVELOPER=1``;
+the app's config hides the menu that offers them (``client.toolbarMode = "viewer"``).
 """
 
 from __future__ import annotations
 
 import gc
+import logging
 import math
 import os
 import sys
@@ -48,6 +56,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from streamlit import config
+
+_log = logging.getLogger(__name__)
 
 
 def _options() -> dict[str, Any]:
@@ -159,9 +169,40 @@ def apply_mmap_threshold(environ: Mapping[str, str] | None = None) -> str | None
     return None
 
 
+DEVELOPER_MESSAGES = frozenset({"clear_cache", "set_run_on_save", "load_git_info"})
+DEVELOPER_VARIABLE = "ATTN_EXPLORER_DEVELOPER"
+
+
+def developer_messages_allowed(environ: Mapping[str, str] | None = None) -> bool:
+    """``ATTN_EXPLORER_DEVELOPER=1`` (or true/yes/on) lets browsers send the developer menu's messages."""
+    value = (os.environ if environ is None else environ).get(DEVELOPER_VARIABLE, "").strip().lower()
+    return value in {"1", "true", "yes", "on"}
+
+
+def refuse_developer_messages(handle: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """Wrap an ``AppSession.handle_backmsg``: a ``BackMsg`` of a ``DEVELOPER_MESSAGES`` type is dropped, with a
+    warning in the server log, unless ``developer_messages_allowed()``; every other message passes unchanged."""
+    if getattr(handle, "refuses_developer_messages", False):
+        return handle
+
+    def handle_backmsg(session: Any, msg: Any) -> Any:
+        kind = msg.WhichOneof("type")
+        if kind in DEVELOPER_MESSAGES and not developer_messages_allowed():
+            _log.warning("refused a %s message from a browser session (%s=1 allows it)", kind, DEVELOPER_VARIABLE)
+            return None
+        return handle(session, msg)
+
+    handle_backmsg.refuses_developer_messages = True  # type: ignore[attr-defined]
+    handle_backmsg.__doc__ = handle.__doc__
+    return handle_backmsg
+
+
 def install() -> None:
     """Route Streamlit's own config reads (``config.get_option`` / ``get_options_for_section``) to the lock-free
-    readers, freeze the import heap, and start the idle trimmer."""
+    readers, freeze the import heap, start the idle trimmer, and refuse the developer menu's messages."""
+    from streamlit.runtime.app_session import AppSession
+
+    AppSession.handle_backmsg = refuse_developer_messages(AppSession.handle_backmsg)  # type: ignore[method-assign]
     # Only over Streamlit's own functions: AppTest swaps in a mock get_option for the length of a run (to set
     # global.appTest), and that mock must stay in charge.
     if getattr(config.get_option, "__module__", None) in ("streamlit.config", __name__):
