@@ -40,7 +40,8 @@ menu, whatever its toolbar shows: ``clear_cache`` empties every ``st.cache_data`
 process for every session (a stranger could make a whole class recompute, again and again), ``set_run_on_save``
 reruns scripts on file changes, and ``load_git_info`` sends the repository's remote and branch. ``install()`` wraps
 ``AppSession.handle_backmsg`` so that these are dropped (with a log line) unless ``ATTN_EXPLORER_DEVELOPER=1``;
-the app's config hides the menu that offers them (``client.toolbarMode = "viewer"``).
+the app's config hides the menu that offers them (``client.toolbarMode = "viewer"``). The wrap is in place
+from the process's first script run (the first import of ``ui``); before it there is no cache to clear.
 """
 
 from __future__ import annotations
