@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.load import CHART_ELEMENTS, app_server
+from benchmarks.load import CHART_ELEMENTS, _run_async, app_server
 from ui import serving
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,7 +62,8 @@ def _messages() -> list[bytes]:
 def test_a_browser_session_cannot_clear_the_servers_caches(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(serving.DEVELOPER_VARIABLE, raising=False)  # the server inherits this environment
     with app_server(ROOT) as server:
-        runs = asyncio.run(_run_and_send(server.url, _messages()))
+        # In a thread of its own: in a full run, Playwright's sync API already runs an event loop in this one.
+        runs = _run_async(_run_and_send(server.url, _messages()))
         log = server.log_path.read_text(errors="replace")
     assert len(runs) == 2
     for elements in runs:
