@@ -1,5 +1,5 @@
-"""A live server refuses the developer menu's messages from a browser session (ui/serving.py, point 5), and takes
-uploads of at most 1 MB (.streamlit/config.toml).
+"""What a stranger's browser may send a live server: not the developer menu's messages (ui/serving.py, point 5),
+uploads of at most 1 MB, websocket messages of at most 2 MB (.streamlit/config.toml).
 
 Streamlit handles ``clear_cache`` from any websocket client, whatever its toolbar shows, by emptying every
 ``st.cache_data`` and ``st.cache_resource`` of the process for every session. Here a client speaking Streamlit's
@@ -76,3 +76,30 @@ def test_a_browser_session_cannot_clear_the_servers_caches(monkeypatch: pytest.M
     assert "refused a clear_cache message from a browser session" in log, log[-2000:]
     # The settings-file uploader (in the share box) announces the server's limit, which its upload route enforces.
     assert upload_limits == {1}
+
+
+async def _send_oversized(base_url: str, size: int) -> int | None:
+    """Send one binary message of ``size`` bytes; the close code the server answers with (None: it kept reading)."""
+    import websockets
+
+    url = base_url.replace("http://", "ws://", 1) + "/_stcore/stream"
+    async with asyncio.timeout(60), websockets.connect(url, subprotocols=["streamlit"], max_size=None) as ws:  # type: ignore[list-item]
+        try:
+            await ws.send(b"\0" * size)
+            await asyncio.wait_for(ws.recv(), timeout=10)
+        except websockets.ConnectionClosed as closed:
+            return closed.rcvd.code if closed.rcvd is not None else -1
+        except TimeoutError:
+            return None
+    return None
+
+
+@pytest.mark.timeout(240)
+def test_an_oversized_websocket_message_closes_only_its_own_connection() -> None:
+    """A browser sends widget messages of a few KB; Streamlit's default would read up to 25 MB of one. The server
+    (``server.maxWidgetStateSize = 2``) closes the connection with 1009 (message too big) and serves on."""
+    with app_server(ROOT) as server:
+        code = _run_async(_send_oversized(server.url, 3 * 2**20))
+        runs, _ = _run_async(_run_and_send(server.url, _messages()[:1]))
+    assert code == 1009
+    assert "exception" not in runs[0] and CHART_ELEMENTS & set(runs[0]), runs[0]
