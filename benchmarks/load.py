@@ -221,6 +221,11 @@ def _split(path: str) -> tuple[str, str]:
     return page.strip("/"), query
 
 
+def stream_url(base_url: str) -> str:
+    """The websocket URL of Streamlit's session stream on a server at ``base_url`` (http://host:port)."""
+    return base_url.replace("http://", "ws://", 1) + "/_stcore/stream"
+
+
 async def ws_session(base_url: str, path: str, timeout_s: float) -> Session:
     """Open ``path`` the way the frontend does: connect, send rerun_script with the page and query, read deltas."""
     import websockets
@@ -229,7 +234,7 @@ async def ws_session(base_url: str, path: str, timeout_s: float) -> Session:
 
     result = Session("ws", path)
     page, query = _split(path)
-    ws_url = base_url.replace("http://", "ws://", 1) + "/_stcore/stream"
+    ws_url = stream_url(base_url)
     start = time.perf_counter()
     try:
         async with asyncio.timeout(timeout_s):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.load import CHART_ELEMENTS, _run_async, app_server
+from benchmarks.load import CHART_ELEMENTS, _run_async, app_server, stream_url
 from ui import serving
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,8 +28,10 @@ async def _run_and_send(base_url: str, messages: list[bytes]) -> tuple[list[list
 
     runs: list[list[str]] = []
     upload_limits: set[int] = set()
-    url = base_url.replace("http://", "ws://", 1) + "/_stcore/stream"
-    async with asyncio.timeout(120), websockets.connect(url, subprotocols=["streamlit"], max_size=None) as ws:  # type: ignore[list-item]
+    async with (
+        asyncio.timeout(120),
+        websockets.connect(stream_url(base_url), subprotocols=["streamlit"], max_size=None) as ws,
+    ):  # type: ignore[list-item]
         for data in messages:
             await ws.send(data)
             sent = BackMsg()
@@ -82,8 +84,10 @@ async def _send_oversized(base_url: str, size: int) -> int | None:
     """Send one binary message of ``size`` bytes; the close code the server answers with (None: it kept reading)."""
     import websockets
 
-    url = base_url.replace("http://", "ws://", 1) + "/_stcore/stream"
-    async with asyncio.timeout(60), websockets.connect(url, subprotocols=["streamlit"], max_size=None) as ws:  # type: ignore[list-item]
+    async with (
+        asyncio.timeout(60),
+        websockets.connect(stream_url(base_url), subprotocols=["streamlit"], max_size=None) as ws,
+    ):  # type: ignore[list-item]
         try:
             await ws.send(b"\0" * size)
             await asyncio.wait_for(ws.recv(), timeout=10)

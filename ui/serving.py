@@ -203,13 +203,13 @@ def install() -> None:
     readers, freeze the import heap, start the idle trimmer, and refuse the developer menu's messages."""
     from streamlit.runtime.app_session import AppSession
 
-    AppSession.handle_backmsg = refuse_developer_messages(AppSession.handle_backmsg)  # type: ignore[method-assign]
     # Only over Streamlit's own functions: AppTest swaps in a mock get_option for the length of a run (to set
     # global.appTest), and that mock must stay in charge.
     if getattr(config.get_option, "__module__", None) in ("streamlit.config", __name__):
         config.get_option = get_option
     if getattr(config.get_options_for_section, "__module__", None) in ("streamlit.config", __name__):
         config.get_options_for_section = get_options_for_section
+    AppSession.handle_backmsg = refuse_developer_messages(AppSession.handle_backmsg)  # type: ignore[method-assign]
     freeze_import_heap()
     start_idle_trimmer()
     if not _mmap_applied.is_set():
