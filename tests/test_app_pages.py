@@ -14,6 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from deploy.preload import NO_CHART_AT_OPEN
+from ui import share_box
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the pages import `ui` and `core` from the repo root, as `streamlit run` does
@@ -51,7 +52,7 @@ def warnings(at: AppTest) -> str:
 
 
 def share_link(at: AppTest) -> str:
-    links = [c.value for c in at.code if "?" in c.value or c.value.startswith("/")]
+    links = share_box.links_in(at)
     assert links, "no share link box on the page"
     return links[-1]
 

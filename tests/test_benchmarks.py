@@ -303,3 +303,17 @@ def test_limits_calibration_benchmark_puts_both_estimates_beside_a_measured_swee
         "| sweep | lsh, performer, scatterbrain | 512 | 4 | 12 |"
         in (tmp_path / "limits_calibration_cpu_quick.md").read_text()
     )
+
+
+def test_first_chart_ab_times_the_chart_pages_and_summarises_both_trees() -> None:
+    from benchmarks import first_chart_ab
+    from deploy.preload import NO_CHART_AT_OPEN
+
+    pages = first_chart_ab.chart_pages(Path(__file__).resolve().parents[1])
+    assert "Compare" in pages.values() and "Error_vs_entropy" in pages.values()
+    assert not set(pages.values()) & NO_CHART_AT_OPEN  # Home, Scaling, Paper claims open without a chart
+    rows = first_chart_ab.summary({"Compare": [3.0, 2.0, 2.6]}, {"Compare": [2.0, 2.4, 1.8]})
+    assert rows[0]["before_median_s"] == 2.6 and rows[0]["now_median_s"] == 2.0
+    assert rows[0]["ratio"] == pytest.approx(2.0 / 2.6) and rows[0]["now_range_s"] == [1.8, 2.4]
+    text = first_chart_ab.markdown(rows, "abc123", 3, "python -m benchmarks.first_chart_ab --baseline abc123")
+    assert "| Compare | 2.60 | 2.00 | 0.77× | 2.00–3.00 | 1.80–2.40 | ≤ 2.5 ✓ |" in text

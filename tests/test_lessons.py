@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from ui import lessons  # noqa: E402
+from ui import lessons, share_box  # noqa: E402
 
 TIMEOUT = 300
 STEPS = [(lesson_id, index) for lesson_id, lesson in lessons.lessons().items() for index in range(len(lesson.steps))]
@@ -93,7 +93,7 @@ def test_every_lesson_step_opens_without_exception(lesson_id: str, index: int) -
     assert not at.exception, [e.value for e in at.exception]
     assert step.title in [s.value for s in at.subheader]
     assert f"step {index + 1} of {len(lesson.steps)}" in " ".join(c.value for c in at.caption)
-    shared = [c.value for c in at.code if "guide=" in c.value]
+    shared = [link for link in share_box.links_in(at) if "guide=" in link]
     assert shared and f"step={index + 1}" in shared[-1], "the share link must keep the lesson step"
     notices = "\n".join(w.value for w in at.warning)
     assert "unknown URL parameter" not in notices, notices

@@ -22,6 +22,8 @@ from typing import Any
 import streamlit as st
 from streamlit.runtime.state.session_state_proxy import get_session_state
 
+from ui.share_box import share_link_box
+
 # URL parameters that are not widgets.
 LESSON_KEY = "lesson"
 HIDE_KEY = "hide"
@@ -895,7 +897,7 @@ def draw_share_link(state: PageState | None = None) -> None:
     payload = settings_payload(state)
     with box:
         st.markdown("**Share this view**")
-        st.code(url, language=None, wrap_lines=True)
+        share_link_box(url, key="_ui_share_link")
         st.caption("Copy with the icon at the right of the box. Opening the link reproduces these settings.")
         st.download_button(
             "Download settings (JSON)",

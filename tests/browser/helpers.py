@@ -99,3 +99,18 @@ def save_screenshot(page: Page, name: str, *, full_page: bool = True) -> Path:
     path = SCREENSHOT_DIR / f"{name}.png"
     page.screenshot(path=str(path), full_page=full_page)
     return path
+
+
+# The sidebar's share box (ui/share_box.py): its script fills the link in after the element mounts.
+SHARE_LINK = "[data-testid='stSidebar'] [data-testid='aeShareLink'] .ae-share-url"
+
+
+def share_link(page: Page, *, containing: str = "", timeout_ms: int = 30_000) -> str:
+    """The link in the sidebar's share box, once it is filled in (and holds ``containing``)."""
+    page.wait_for_function(
+        "([selector, part]) => [...document.querySelectorAll(selector)]"
+        ".some(e => e.textContent.length > 0 && e.textContent.includes(part))",
+        arg=[SHARE_LINK, containing],
+        timeout=timeout_ms,
+    )
+    return page.locator(SHARE_LINK).last.inner_text()

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from .helpers import REPO_ROOT, save_screenshot, streamlit_server, wait_for_app
+from .helpers import REPO_ROOT, save_screenshot, share_link, streamlit_server, wait_for_app
 
 MY_PAGES = {
     "Compare": "n=64&heads=2&methods=performer&methods=lsh&methods=scatterbrain",
@@ -45,7 +45,7 @@ def metric_values(page: Page) -> list[str]:
 
 
 def share_box(page: Page) -> str:
-    return page.locator("[data-testid='stSidebar'] [data-testid='stCode']").last.inner_text()
+    return share_link(page)
 
 
 @pytest.mark.parametrize("path", list(MY_PAGES))

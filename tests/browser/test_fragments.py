@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page
 
-from .helpers import on_script_finished, streamlit_server, wait_for_app
+from .helpers import on_script_finished, share_link, streamlit_server, wait_for_app
 
 FRAGMENT_ONLY = {"FINISHED_FRAGMENT_RUN_SUCCESSFULLY"}
 
@@ -30,10 +30,6 @@ def record_run_endings(page: Page) -> list[str]:
 def metric(page: Page, label: str) -> str:
     tile = page.locator("[data-testid='stMetric']").filter(has_text=label).first
     return tile.locator("[data-testid='stMetricValue']").inner_text()
-
-
-def share_link(page: Page) -> str:
-    return page.locator("[data-testid='stSidebar'] [data-testid='stCode']").first.inner_text()
 
 
 def move_sidebar_temperature(page: Page, endings: list[str]) -> None:
@@ -63,11 +59,7 @@ def test_method_knob_reruns_only_the_results_fragment(page: Page, app_server: st
     box.fill("8")
     box.press("Enter")
     wait_for_app(page)
-    page.wait_for_function(
-        "() => [...document.querySelectorAll(\"[data-testid='stSidebar'] [data-testid='stCode']\")]"
-        ".some(e => e.innerText.includes('performer_features=8'))",
-        timeout=30_000,
-    )
+    share_link(page, containing="performer_features=8")
     assert endings and set(endings) == {"FINISHED_FRAGMENT_RUN_SUCCESSFULLY"}, endings
     assert metric(page, "Performer") != performer_before, "the knob did not change Performer's error"
     assert metric(page, "LSH") == lsh_before

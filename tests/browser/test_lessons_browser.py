@@ -8,7 +8,7 @@ from playwright.sync_api import Page, expect
 
 from ui import lessons
 
-from .helpers import save_screenshot, wait_for_app
+from .helpers import save_screenshot, share_link, wait_for_app
 
 
 def _step_in_url(url: str) -> str | None:
@@ -26,7 +26,7 @@ def test_walk_the_temperature_lesson_end_to_end(page: Page, app_server: str) -> 
         assert _step_in_url(page.url) == str(index + 1), page.url
         assert page.url.split("?")[0].endswith("/" + step.page), page.url
         # The step's own settings are live in the page: the share box carries them and the lesson position.
-        share = page.locator("[data-testid='stSidebar'] [data-testid='stCode']").last.inner_text()
+        share = share_link(page, containing=f"step={index + 1}")
         assert f"guide={lesson.id}" in share and f"step={index + 1}" in share, share
         if index + 1 < len(lesson.steps):
             main.get_by_role("link", name="Next →").click()
