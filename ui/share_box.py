@@ -6,7 +6,7 @@ entropy and the regime map came 0.23-0.32 s sooner (``python -m benchmarks.first
 benchmarks/results/first_chart_ab.md).
 This component is plain HTML, about 1 KB of script, mounted in the page (no iframe).
 
-The link is set with ``textContent``, never as HTML: it carries the URL's parameters, which a stranger may write.
+The link is set as text nodes, never as HTML: it carries the URL's parameters, which a stranger may write.
 """
 
 from __future__ import annotations
@@ -48,11 +48,17 @@ export default function ({ data, parentElement }) {
   const url = parentElement.querySelector(".ae-share-url");
   const button = parentElement.querySelector(".ae-share-copy");
   const status = parentElement.querySelector(".ae-share-status");
-  url.textContent = data.url;
+  // Text nodes with a line-break opportunity after each "/", "?" and "&", so a long link wraps between its parts.
+  url.replaceChildren(
+    ...data.url.split(/(?<=[/?&])/).flatMap((part, index) => [
+      ...(index ? [document.createElement("wbr")] : []),
+      document.createTextNode(part),
+    ])
+  );
   button.onclick = async () => {
     let copied = false;
     try {
-      await navigator.clipboard.writeText(url.textContent);
+      await navigator.clipboard.writeText(data.url);
       copied = true;
     } catch (error) {
       const range = document.createRange();

@@ -21,6 +21,8 @@ def test_share_box_shows_the_link_and_copies_it(page: Page, app_server: str) -> 
     link = share_link(page, containing="methods=performer")
     assert link.startswith(f"{app_server}/Compare?"), link
     assert "n=128" in link, link
+    # Line-break opportunities after "/", "?" and "&": a long link wraps between its parts in the narrow sidebar.
+    assert page.locator(f"{BOX} code wbr").count() == sum(link.count(c) for c in "/?&")
     page.locator(f"{BOX} button").click()
     expect(page.locator(f"{BOX} [role='status']")).to_have_text("Link copied.")
     assert page.evaluate("() => navigator.clipboard.readText()") == link
