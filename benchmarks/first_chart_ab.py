@@ -41,10 +41,10 @@ def one_round(browser: Any, root: Path, pages: dict[str, str]) -> dict[str, floa
     """A fresh server of ``root``: Home, then each page's first visit in a new browser context."""
     firsts: dict[str, float] = {}
     with app_server(root) as server:
-        _, _, page, context = open_page(browser, f"{server.url}/", charts=False)
+        _, _, _, context = open_page(browser, f"{server.url}/", charts=False)
         context.close()
         for label, path in pages.items():
-            first, _, page, context = open_page(browser, f"{server.url}/{path}", charts=True)
+            first, _, _, context = open_page(browser, f"{server.url}/{path}", charts=True)
             context.close()
             if first is None:
                 raise RuntimeError(f"{label}: no chart was drawn")

@@ -11,6 +11,8 @@ The link is set as text nodes, never as HTML: it carries the URL's parameters, w
 
 from __future__ import annotations
 
+import functools
+import json
 from typing import Any
 
 import streamlit as st
@@ -75,16 +77,12 @@ export default function ({ data, parentElement }) {
 }
 """
 
-_renderer: Any = None
 
-
+@functools.cache
 def renderer() -> Any:
     """The component's mount command, registered once per process (a name registered twice only logs a warning,
     but there is no reason to re-register it on every run)."""
-    global _renderer
-    if _renderer is None:
-        _renderer = st.components.v2.component(COMPONENT_NAME, html=HTML, css=CSS, js=JS, isolate_styles=False)
-    return _renderer
+    return st.components.v2.component(COMPONENT_NAME, html=HTML, css=CSS, js=JS, isolate_styles=False)
 
 
 def share_link_box(url: str, key: str) -> None:
@@ -94,8 +92,6 @@ def share_link_box(url: str, key: str) -> None:
 
 def links_in(app_test: Any) -> list[str]:
     """The links of every share box in a ``streamlit.testing`` AppTest run, in page order."""
-    import json
-
     return [
         json.loads(element.proto.json)["url"]
         for element in app_test.get("bidi_component")

@@ -102,7 +102,8 @@ def save_screenshot(page: Page, name: str, *, full_page: bool = True) -> Path:
 
 
 # The sidebar's share box (ui/share_box.py): its script fills the link in after the element mounts.
-SHARE_LINK = "[data-testid='stSidebar'] [data-testid='aeShareLink'] .ae-share-url"
+SHARE_BOX = "[data-testid='stSidebar'] [data-testid='aeShareLink']"
+SHARE_LINK = f"{SHARE_BOX} .ae-share-url"
 
 
 def share_link(page: Page, *, containing: str = "", timeout_ms: int = 30_000) -> str:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
+from .helpers import SHARE_BOX as BOX
 from .helpers import SHARE_LINK, share_link, wait_for_app
 
-BOX = "[data-testid='stSidebar'] [data-testid='aeShareLink']"
 LINK = "Compare?n=128&methods=performer"
 
 
