@@ -75,9 +75,10 @@ CHROMIUM_ARGS = (
     "--disable-sync",
 )
 CHART_ELEMENTS = frozenset({"plotly_chart", "vega_lite_chart", "imgs", "dataframe", "arrow_data_frame"})
+PLOTLY_COMPONENT = "attention_explorer.plotly_chart"  # ui/plotly_chart.py: the served app's Plotly figures
 CHART_SELECTOR = ", ".join(
     f"[data-testid='{t}']"
-    for t in ("stPlotlyChart", "stVegaLiteChart", "stImage", "stDataFrame", "stArrowVegaLiteChart")
+    for t in ("stPlotlyChart", "aePlotlyChart", "stVegaLiteChart", "stImage", "stDataFrame", "stArrowVegaLiteChart")
 )
 # ScriptFinishedStatus values that mean the page did not run to the end.
 COMPILE_ERROR = 1
@@ -252,6 +253,9 @@ async def ws_session(base_url: str, path: str, timeout_s: float) -> Session:
                         result.error = f"page not found: {page!r}"
                     elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
                         element = msg.delta.new_element.WhichOneof("type")
+                        if element == "bidi_component":
+                            name = msg.delta.new_element.bidi_component.component_name
+                            element = "plotly_chart" if name == PLOTLY_COMPONENT else element
                         if element in CHART_ELEMENTS and result.first_chart_s is None:
                             result.first_chart_s = time.perf_counter() - start
                         elif element == "exception" and result.error is None:

@@ -53,14 +53,17 @@ TARGETS = {
     "scrubber step (client-side)": 0.2,
 }
 
+# Plotly figures: the served app's component (ui/plotly_chart.py), or Streamlit's chart (`streamlit run app.py`).
+PLOTLY_CHARTS = "[data-testid='stPlotlyChart'], [data-testid='aePlotlyChart']"
 FIRST_CHART = """() => !!document.querySelector(
-  "[data-testid='stPlotlyChart'] .main-svg, [data-testid='stVegaLiteChart'] svg, " +
+  "[data-testid='stPlotlyChart'] .main-svg, [data-testid='aePlotlyChart'] .main-svg, " +
+  "[data-testid='stVegaLiteChart'] svg, " +
   "[data-testid='stVegaLiteChart'] canvas, [data-testid='stImage'] img, [data-testid='stDataFrame']")"""
 
-CHARTS_DRAWN = """() => {
-  const charts = Array.from(document.querySelectorAll("[data-testid='stPlotlyChart']"));
+CHARTS_DRAWN = f"""() => {{
+  const charts = Array.from(document.querySelectorAll("{PLOTLY_CHARTS}"));
   return charts.every(c => c.querySelector('.main-svg'));
-}"""
+}}"""
 
 SCRUBBER_TITLE = """() => {
   const plot = [...document.querySelectorAll('.js-plotly-plot')].find(
@@ -111,16 +114,27 @@ def wait_rerun(page: Any, before: list[str]) -> None:
 # Stamped in the page (ms since navigation): when the first chart was drawn, and when every chart slot last became
 # drawn. A MutationObserver sees a chart the moment it appears, even one whose component mounts after the run ended.
 STAMPS = f"""
-window.__stamps = {{first: null, all: null}};
+window.__stamps = {{first: null, all: null, changed: 0}};
 const firstChart = {FIRST_CHART};
 const chartsDrawn = {CHARTS_DRAWN};
 new MutationObserver(() => {{
   const now = performance.now();
   if (window.__stamps.first === null && firstChart()) window.__stamps.first = now;
-  if (document.querySelector("[data-testid='stPlotlyChart']") && chartsDrawn()) window.__stamps.all = now;
+  if (document.querySelector("{PLOTLY_CHARTS}") && chartsDrawn()) window.__stamps.all = now;
 }}).observe(document, {{subtree: true, childList: true}});
+// The last change inside a Plotly chart or a metric value: a chart updated in place (Plotly.react) keeps its node, so
+// an interaction's end is when the picture and the numbers stop changing, for either kind of chart.
+new MutationObserver((records) => {{
+  for (const record of records) {{
+    const node = record.target.nodeType === 1 ? record.target : record.target.parentElement;
+    if (node && node.closest(".js-plotly-plot, [data-testid='stMetricValue']")) {{
+      window.__stamps.changed = performance.now();
+      return;
+    }}
+  }}
+}}).observe(document, {{subtree: true, childList: true, attributes: true, characterData: true}});
 """
-CHART_SLOTS = "[data-testid='stPlotlyChart'], [data-testid='stVegaLiteChart'], [data-testid='stDataFrame']"
+CHART_SLOTS = f"{PLOTLY_CHARTS}, [data-testid='stVegaLiteChart'], [data-testid='stDataFrame']"
 SETTLE_S = 1.5  # after the run: a chart component that mounts later than this is not waited for
 
 
@@ -163,13 +177,24 @@ def open_page(browser: Any, url: str, *, charts: bool, context: Any = None) -> t
     return first, max(run_end, drawn, first or 0.0), page, context
 
 
-def press_slider(page: Any, name: str, key: str) -> float:
+QUIET_S = 0.6  # an interaction has ended once its charts and metrics have not changed for this long
+
+
+def timed_interaction(page: Any, act: Any) -> float:
+    """Seconds from ``act()`` to the last change of a chart or metric it caused (page clock): after the run has
+    finished and the metrics have changed, the charts are watched until they stay unchanged for ``QUIET_S``."""
     before = metrics(page)
-    page.get_by_role("slider", name=name).focus()
-    start = time.perf_counter()
-    page.keyboard.press(key)
+    start = page.evaluate("() => performance.now()")
+    act()
     wait_rerun(page, before)
-    return time.perf_counter() - start
+    while page.evaluate("() => performance.now() - window.__stamps.changed") < QUIET_S * 1000:
+        page.wait_for_timeout(50)
+    return float(page.evaluate("() => window.__stamps.changed") - start) / 1000
+
+
+def press_slider(page: Any, name: str, key: str) -> float:
+    page.get_by_role("slider", name=name).focus()
+    return timed_interaction(page, lambda: page.keyboard.press(key))
 
 
 def scrubber_steps(browser: Any, url: str, repeats: int) -> list[float] | None:
@@ -218,12 +243,12 @@ def interactions(browser: Any, server_url: str, query: str, repeats: int, add: A
     wait_rerun(page, before)
     for value in ("20", "24", "28", "32", "36", "40", "44")[:repeats]:
         box = page.get_by_label("features", exact=True).first
-        before = metrics(page)
-        start = time.perf_counter()
-        box.fill(value)
-        box.press("Enter")
-        wait_rerun(page, before)
-        knob.append(time.perf_counter() - start)
+
+        def enter(box: Any = box, value: str = value) -> None:
+            box.fill(value)
+            box.press("Enter")
+
+        knob.append(timed_interaction(page, enter))
     add("Compare", "Performer features knob", knob)
     context.close()
 

@@ -1,10 +1,11 @@
-"""Start loading Streamlit's Plotly chart code while Streamlit itself is still booting in the browser.
+"""Serve the app's Plotly bundle, and start loading it while Streamlit itself is still booting in the browser.
 
-Streamlit fetches its Plotly chunk (about 4.7 MB of JavaScript) only when the first chart arrives over the
-websocket, after its own boot, and evaluating it takes about a second on a small CPU. Most pages of this app open
-on a Plotly chart, so ``PreloadPlotly`` makes their documents ask for that chunk at once, in parallel with the
-boot: the browser evaluates it once, and Streamlit's own lazy import finds it loaded (same URL, same module).
-``deploy/serve.py`` installs it.
+The app draws its figures with Plotly's cartesian bundle (``ui/plotly_chart.py``, 1.5 MB of JavaScript, vendored in
+``assets/vendor``). ``PlotlyBundle`` answers its URL, ``<base URL path>/vendor/<file>``, from memory (gzipped when
+the browser accepts it, cached for a year: the name carries the version). The documents of the pages that open on a
+chart also get a tiny script in their head that requests the bundle at once, in parallel with Streamlit's boot, so it
+is evaluated before the first chart's message arrives; the charts' component then finds it loaded (one shared
+promise, ``LOADER``). ``deploy/serve.py`` installs it.
 """
 
 from __future__ import annotations
@@ -13,27 +14,30 @@ import gzip
 from pathlib import Path
 
 import streamlit as st
-from starlette.datastructures import MutableHeaders
+from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-STREAMLIT_JS = Path(st.__file__).parent / "static" / "static" / "js"
+PLOTLY_JS_VERSION = "4.1.1"
+BUNDLE_NAME = f"plotly-cartesian-{PLOTLY_JS_VERSION}.min.js"
+BUNDLE_FILE = Path(__file__).resolve().parent.parent / "assets" / "vendor" / BUNDLE_NAME
+BUNDLE_PATH = f"vendor/{BUNDLE_NAME}"  # URL path under the app's base URL path (each page is one level below it)
+BUNDLE_VARIABLE = "ATTN_EXPLORER_PLOTLY_BUNDLE"  # "served" where this middleware serves BUNDLE_PATH
 
-
-def plotly_chunk(js_dir: Path = STREAMLIT_JS) -> str | None:
-    """File name of the installed Streamlit's Plotly chunk (its name carries a content hash), or None."""
-    found = sorted(js_dir.glob("PlotlyChart.*.js"))
-    return found[0].name if len(found) == 1 else None
-
-
-def preload_tag(chunk: str) -> bytes:
-    """An inline module that imports the chunk by the URL Streamlit's bundle uses (relative to the document, like
-    index.html's own script, so it also works under a base URL path). A failure only loses the head start."""
-    return f'<script type="module">import("./static/js/{chunk}").catch(() => {{}});</script>'.encode()
-
+# Fetches and evaluates the bundle once per page: every chart (ui/plotly_chart.py) and the head tag share the promise.
+LOADER = (
+    "window.__aePlotly = window.__aePlotly || new Promise((resolve, reject) => {"
+    ' const script = document.createElement("script");'
+    f' script.src = new URL("{BUNDLE_PATH}", document.baseURI).href;'
+    " script.onload = () => resolve(window.Plotly);"
+    ' script.onerror = () => reject(new Error("the chart library did not load"));'
+    " document.head.appendChild(script); });"
+)
+HEAD_TAG = f"<script>{LOADER}</script>".encode()
 
 # Pages (URL paths; "" is Home) that open without a Plotly chart: Scaling's charts wait for its Measure button and
 # Paper claims shows tables. There the evaluation would only delay the first paint (Home's by about 0.9 s on a
-# 2-core machine). tests/test_app_pages.py checks this list against what each page draws at open.
+# 2-core machine, measured with Streamlit's full bundle). tests/test_app_pages.py checks this list against what each
+# page draws at open.
 NO_CHART_AT_OPEN = frozenset({"", "Scaling", "Paper_claims"})
 
 
@@ -50,17 +54,25 @@ def opens_without_chart(scope: Scope) -> bool:
     return page_path(scope) in NO_CHART_AT_OPEN
 
 
-class PreloadPlotly:
-    """Pure ASGI middleware: adds ``preload_tag`` before ``</head>`` of the HTML document of every page that opens on
-    a chart (each page's path answers with Streamlit's index.html). Other responses pass through untouched."""
+class PlotlyBundle:
+    """Pure ASGI middleware: answers GET/HEAD of ``BUNDLE_PATH``, and adds ``HEAD_TAG`` before ``</head>`` of the HTML
+    document of every page that opens on a chart (each page's path answers with Streamlit's index.html). Other
+    requests pass through untouched."""
 
-    def __init__(self, app: ASGIApp, chunk: str | None = None) -> None:
+    def __init__(self, app: ASGIApp, bundle: Path = BUNDLE_FILE) -> None:
         self.app = app
-        chunk = chunk or plotly_chunk()
-        self.tag = preload_tag(chunk) if chunk else None
+        self.bundle = bundle.read_bytes()
+        self.bundle_gzip = gzip.compress(self.bundle, compresslevel=9)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.tag is None or scope["type"] != "http" or scope["method"] != "GET" or opens_without_chart(scope):
+        if scope["type"] != "http" or scope["method"] not in ("GET", "HEAD"):
+            await self.app(scope, receive, send)
+            return
+        path = page_path(scope)
+        if path == BUNDLE_PATH or path.endswith(f"/{BUNDLE_PATH}"):  # e.g. under a page's URL with a trailing slash
+            await self._send_bundle(scope, send)
+            return
+        if scope["method"] != "GET" or path in NO_CHART_AT_OPEN:
             await self.app(scope, receive, send)
             return
         start: Message | None = None
@@ -83,13 +95,26 @@ class PreloadPlotly:
 
         await self.app(scope, receive, send_html)
 
+    async def _send_bundle(self, scope: Scope, send: Send) -> None:
+        zipped = "gzip" in Headers(scope=scope).get("accept-encoding", "")
+        body = self.bundle_gzip if zipped else self.bundle
+        headers = MutableHeaders()
+        headers["content-type"] = "text/javascript; charset=utf-8"
+        headers["content-length"] = str(len(body))
+        headers["cache-control"] = "public, max-age=31536000, immutable"  # the file name carries the version
+        headers["vary"] = "Accept-Encoding"
+        if zipped:
+            headers["content-encoding"] = "gzip"
+        await send({"type": "http.response.start", "status": 200, "headers": headers.raw})
+        await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})
+
     async def _send_injected(self, start: Message, document: bytes, send: Send) -> None:
         headers = MutableHeaders(raw=list(start["headers"]))
         if headers.get("content-encoding") == "gzip":  # Streamlit's gzip middleware may compress page paths
             document = gzip.decompress(document)
             del headers["content-encoding"]
-        if b"</head>" in document and self.tag is not None:
-            document = document.replace(b"</head>", self.tag + b"</head>", 1)
+        if b"</head>" in document:
+            document = document.replace(b"</head>", HEAD_TAG + b"</head>", 1)
         headers["content-length"] = str(len(document))
         await send({**start, "headers": headers.raw})
         await send({"type": "http.response.body", "body": document, "more_body": False})

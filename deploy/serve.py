@@ -1,5 +1,5 @@
-"""The app's server: Streamlit's own ASGI server (``st.App``) running ``app.py``, with the Plotly head start of
-``deploy/preload.py``.
+"""The app's server: Streamlit's own ASGI server (``st.App``) running ``app.py``, with the Plotly bundle and its head
+start (``deploy/preload.py``).
 
     python -m streamlit run deploy/serve.py --server.headless true   # what scripts/run-app.sh and the images run
 
@@ -35,6 +35,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from deploy.preload import PreloadPlotly  # noqa: E402
+from deploy.preload import BUNDLE_VARIABLE, PlotlyBundle  # noqa: E402
 
-app = st.App(REPO_ROOT / "app.py", middleware=[Middleware(PreloadPlotly)])
+os.environ[BUNDLE_VARIABLE] = "served"  # the pages draw their figures with the bundle this server serves
+app = st.App(REPO_ROOT / "app.py", middleware=[Middleware(PlotlyBundle)])

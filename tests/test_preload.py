@@ -1,4 +1,5 @@
-"""deploy/preload.py: the page documents ask for Streamlit's Plotly chunk at once; nothing else changes."""
+"""deploy/preload.py: the server answers the Plotly bundle's URL, and the page documents ask for it at once; nothing
+else changes."""
 
 from __future__ import annotations
 
@@ -6,13 +7,15 @@ import asyncio
 import concurrent.futures
 import gzip
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from deploy import preload
 
-CHUNK = "PlotlyChart.abc123.js"
+BUNDLE = b"/* a stand-in for plotly.js */ window.Plotly = {};" * 50
+TAG = preload.HEAD_TAG
 
 
 def run(coroutine: Any) -> None:
@@ -21,7 +24,14 @@ def run(coroutine: Any) -> None:
         pool.submit(asyncio.run, coroutine).result()
 
 
-def call(app: Any, *, method: str = "GET", path: str = "/Compare", root: str = "") -> tuple[dict[str, Any], bytes]:
+def call(
+    app: Any,
+    *,
+    method: str = "GET",
+    path: str = "/Compare",
+    root: str = "",
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> tuple[dict[str, Any], bytes]:
     """Run one HTTP request through an ASGI app; (response start message, whole body)."""
     messages: list[dict[str, Any]] = []
 
@@ -31,7 +41,14 @@ def call(app: Any, *, method: str = "GET", path: str = "/Compare", root: str = "
     async def send(message: dict[str, Any]) -> None:
         messages.append(message)
 
-    scope = {"type": "http", "method": method, "path": path, "root_path": root, "headers": [], "query_string": b""}
+    scope = {
+        "type": "http",
+        "method": method,
+        "path": path,
+        "root_path": root,
+        "headers": headers or [],
+        "query_string": b"",
+    }
     run(app(scope, receive, send))
     start = next(m for m in messages if m["type"] == "http.response.start")
     body = b"".join(m.get("body", b"") for m in messages if m["type"] == "http.response.body")
@@ -57,6 +74,12 @@ def responder(body: bytes, *, content_type: str, status: int = 200, encoding: st
 DOCUMENT = b"<!DOCTYPE html><html><head><title>Streamlit</title></head><body><div id=root></div></body></html>"
 
 
+def bundle_app(inner: Any) -> preload.PlotlyBundle:
+    app = preload.PlotlyBundle(inner)
+    app.bundle, app.bundle_gzip = BUNDLE, gzip.compress(BUNDLE)  # a small stand-in keeps the assertions readable
+    return app
+
+
 def header(start: dict[str, Any], name: str) -> str | None:
     for key, value in start["headers"]:
         if key.decode().lower() == name:
@@ -65,22 +88,22 @@ def header(start: dict[str, Any], name: str) -> str | None:
 
 
 @pytest.mark.parametrize("parts", [1, 3])
-def test_a_page_document_imports_the_plotly_chunk_in_its_head(parts: int) -> None:
-    app = preload.PreloadPlotly(responder(DOCUMENT, content_type="text/html; charset=utf-8", parts=parts), CHUNK)
+def test_a_page_document_requests_the_bundle_in_its_head(parts: int) -> None:
+    app = bundle_app(responder(DOCUMENT, content_type="text/html; charset=utf-8", parts=parts))
     start, body = call(app)
     head = body.split(b"</head>")[0].decode()
-    assert f'import("./static/js/{CHUNK}")' in head
-    assert body.count(CHUNK.encode()) == 1
-    assert body.replace(preload.preload_tag(CHUNK), b"") == DOCUMENT  # nothing else changed
+    assert f'new URL("{preload.BUNDLE_PATH}", document.baseURI)' in head  # relative: works under a base URL path
+    assert body.count(preload.BUNDLE_NAME.encode()) == 1
+    assert body.replace(TAG, b"") == DOCUMENT  # nothing else changed
     assert header(start, "content-length") == str(len(body))
     assert start["status"] == 200
 
 
-def test_a_gzipped_document_is_unpacked_and_served_plain_with_the_import() -> None:
-    app = preload.PreloadPlotly(responder(gzip.compress(DOCUMENT), content_type="text/html", encoding="gzip"), CHUNK)
+def test_a_gzipped_document_is_unpacked_and_served_plain_with_the_tag() -> None:
+    app = bundle_app(responder(gzip.compress(DOCUMENT), content_type="text/html", encoding="gzip"))
     start, body = call(app)
     assert header(start, "content-encoding") is None
-    assert body.replace(preload.preload_tag(CHUNK), b"") == DOCUMENT
+    assert body.replace(TAG, b"") == DOCUMENT
     assert header(start, "content-length") == str(len(body))
 
 
@@ -95,7 +118,7 @@ def test_a_gzipped_document_is_unpacked_and_served_plain_with_the_import() -> No
     ],
 )
 def test_everything_else_passes_through_unchanged(content_type: str, status: int, method: str) -> None:
-    app = preload.PreloadPlotly(responder(DOCUMENT, content_type=content_type, status=status), CHUNK)
+    app = bundle_app(responder(DOCUMENT, content_type=content_type, status=status))
     start, body = call(app, method=method)
     assert body == DOCUMENT
     assert start["status"] == status
@@ -107,9 +130,9 @@ def test_everything_else_passes_through_unchanged(content_type: str, status: int
     [("/", "", False), ("/app/", "/app", False), ("/app/VCC", "/app", True), ("/Scaling", "", False)],
 )
 def test_pages_that_open_without_a_chart_are_left_alone(path: str, root: str, injected: bool) -> None:
-    app = preload.PreloadPlotly(responder(DOCUMENT, content_type="text/html"), CHUNK)
+    app = bundle_app(responder(DOCUMENT, content_type="text/html"))
     _, body = call(app, path=path, root=root)
-    assert (CHUNK.encode() in body) is injected
+    assert (TAG in body) is injected
 
 
 def test_home_under_a_base_url_path_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -117,9 +140,10 @@ def test_home_under_a_base_url_path_is_left_alone(monkeypatch: pytest.MonkeyPatc
 
     options = {"server.baseUrlPath": "/explorer/"}
     monkeypatch.setattr(st, "get_option", lambda name: options[name])
-    app = preload.PreloadPlotly(responder(DOCUMENT, content_type="text/html"), CHUNK)
-    assert CHUNK.encode() not in call(app, path="/explorer/")[1]
-    assert CHUNK.encode() in call(app, path="/explorer/Compare")[1]
+    app = bundle_app(responder(DOCUMENT, content_type="text/html"))
+    assert TAG not in call(app, path="/explorer/")[1]
+    assert TAG in call(app, path="/explorer/Compare")[1]
+    assert call(app, path=f"/explorer/{preload.BUNDLE_PATH}")[1] == BUNDLE
 
 
 def test_websockets_pass_through() -> None:
@@ -128,73 +152,48 @@ def test_websockets_pass_through() -> None:
     async def inner(scope: dict[str, Any], receive: Any, send: Any) -> None:
         seen.append(scope["type"])
 
-    run(preload.PreloadPlotly(inner, CHUNK)({"type": "websocket", "path": "/_stcore/stream"}, None, None))
+    run(bundle_app(inner)({"type": "websocket", "path": "/_stcore/stream"}, None, None))
     assert seen == ["websocket"]
 
 
-def test_the_import_names_the_chunk_streamlit_itself_loads_lazily() -> None:
-    """The head start only helps if both imports name one module: the installed Streamlit has exactly one Plotly
-    chunk, and its main bundle imports it by that file name."""
-    chunk = preload.plotly_chunk()
-    assert chunk is not None, f"no single PlotlyChart.*.js in {preload.STREAMLIT_JS}"
-    assert (preload.STREAMLIT_JS / chunk).stat().st_size > 1_000_000  # plotly.js itself, not a stub
-    index = (preload.STREAMLIT_JS.parent.parent / "index.html").read_text()
-    main_bundle = re.search(r'src="\./static/js/(index\.[^"]+\.js)"', index)
-    assert main_bundle, "index.html's own module script moved: check the relative URL in preload_tag"
-    assert f"./{chunk}" in (preload.STREAMLIT_JS / main_bundle.group(1)).read_text()
+@pytest.mark.parametrize("path", [f"/{preload.BUNDLE_PATH}", f"/Compare/{preload.BUNDLE_PATH}"])
+def test_the_bundle_is_served_from_memory_gzipped_when_accepted(path: str) -> None:
+    app = bundle_app(responder(DOCUMENT, content_type="text/html"))
+    start, body = call(app, path=path)
+    assert body == BUNDLE and start["status"] == 200
+    assert header(start, "content-type") == "text/javascript; charset=utf-8"
+    assert header(start, "content-length") == str(len(BUNDLE)) and header(start, "content-encoding") is None
+    assert "immutable" in (header(start, "cache-control") or "")  # the file name carries the version
+    start, body = call(app, path=path, headers=[(b"accept-encoding", b"gzip, deflate, br")])
+    assert header(start, "content-encoding") == "gzip" and gzip.decompress(body) == BUNDLE
+    assert header(start, "content-length") == str(len(body)) and len(body) < len(BUNDLE)
+    start, body = call(app, path=path, method="HEAD")
+    assert body == b"" and header(start, "content-length") == str(len(BUNDLE))
+    assert call(app, path=path, method="POST")[1] == DOCUMENT  # not ours: passed on
 
 
-def test_no_chunk_means_no_change(tmp_path: Any) -> None:
-    assert preload.plotly_chunk(tmp_path) is None
-    app = preload.PreloadPlotly(responder(DOCUMENT, content_type="text/html"), None)
-    app.tag = None  # as when the installed Streamlit has no PlotlyChart chunk
-    _, body = call(app)
-    assert body == DOCUMENT
+def test_the_vendored_bundle_is_plotlys_cartesian_build_of_the_python_packages_plotly_js() -> None:
+    """The figures are built by the plotly package for its own plotly.js version: the bundle must be that version,
+    and carry every trace type the app draws."""
+    import plotly.offline
+
+    text = preload.BUNDLE_FILE.read_text()
+    assert text.startswith(f"/**\n* plotly.js (cartesian - minified) v{plotly.offline.get_plotlyjs_version()}\n")
+    assert preload.PLOTLY_JS_VERSION == plotly.offline.get_plotlyjs_version()
+    assert len(text) > 1_000_000  # plotly.js itself, not a stub
+    assert drawn_trace_types() >= {"scatter", "heatmap"}
+    for trace in drawn_trace_types():
+        assert f'moduleType:"trace",name:"{trace}"' in text, f"the app draws {trace} traces, the bundle lacks them"
 
 
-def test_the_server_sets_a_passive_openmp_wait_policy_before_torch_loads() -> None:
-    """deploy/serve.py sets OMP_WAIT_POLICY=PASSIVE, which libgomp reads only when torch loads, so the policy must
-    be in the environment when serve.py (which loads torch at start-up) first imports it; a policy given by the
-    operator is kept. The same holds for ``import ui`` (``streamlit run app.py`` and AppTest)."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
+def drawn_trace_types() -> set[str]:
+    """Plotly trace types the app's code builds (go.Scatter(...) -> "scatter")."""
+    import plotly.graph_objects as go
+    from plotly.basedatatypes import BaseTraceType
 
     root = Path(__file__).resolve().parents[1]
-    spy = (
-        "import builtins, os, sys\n"
-        "real = builtins.__import__\n"
-        "def spy(name, *a, **k):\n"
-        "    if name.split('.')[0] == 'torch' and 'torch' not in sys.modules:\n"
-        "        print('at torch load:', os.environ.get('OMP_WAIT_POLICY'))\n"
-        "    return real(name, *a, **k)\n"
-        "builtins.__import__ = spy\n"
-    )
-    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
-
-    def first_line(code: str, extra: dict[str, str]) -> str:
-        out = subprocess.run(
-            [sys.executable, "-c", spy + code], cwd=root, env={**env, **extra}, capture_output=True, text=True,
-            timeout=120,
-        )  # fmt: skip
-        assert out.returncode == 0, out.stderr[-2000:]
-        return out.stdout.splitlines()[0]
-
-    assert first_line("import deploy.serve", {}) == "at torch load: PASSIVE"
-    assert first_line("import deploy.serve", {"OMP_WAIT_POLICY": "ACTIVE"}) == "at torch load: ACTIVE"
-    assert first_line("import ui", {}) == "at torch load: PASSIVE"
-
-
-def test_the_server_loads_the_heavy_libraries_at_start_up() -> None:
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    heavy = "('torch', 'plotly', 'pandas', 'scipy')"
-    probe = f"import sys, deploy.serve; print(sorted(m for m in {heavy} if m in sys.modules))"
-    out = subprocess.run(
-        [sys.executable, "-c", probe], cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True,
-        timeout=120,
-    )  # fmt: skip
-    assert out.stdout.split("\n")[-2] == "['pandas', 'plotly', 'scipy', 'torch']", out.stderr[-2000:]
+    names = set()
+    for source in [*root.glob("ui/**/*.py"), *root.glob("pages/*.py"), root / "app.py"]:
+        names |= set(re.findall(r"\bgo\.([A-Z][A-Za-z0-9]*)\(", source.read_text()))
+    classes = [getattr(go, name) for name in names]
+    return {cls().type for cls in classes if isinstance(cls, type) and issubclass(cls, BaseTraceType)}

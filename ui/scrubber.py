@@ -14,6 +14,7 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 from core.scrub import ScrubViews, SplitViews
+from ui.plotly_chart import plotly_chart
 
 LOG_FLOOR = 1e-6  # attention maps are drawn as log10(weight), floored here
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9")
@@ -330,7 +331,7 @@ def scrubber_section(settings: object, methods: list[str], params: Mapping[str, 
     labels = {m: method_label(m) for m in methods}
     start = int(np.argmin(np.abs(np.log(views.taus / s.tau))))  # type: ignore[attr-defined]
     fig = scrub_figure(views, labels, start=start)
-    st.plotly_chart(fig, theme=None, key="scrubber_chart", width="stretch", config={"displaylogo": False})
+    plotly_chart(fig, key="scrubber_chart", config={"displaylogo": False})
     st.caption(
         f"{len(taus)} temperatures from τ = {taus[0]:g} to {taus[-1]:g}, head {s.head}, maps {side} × {side} "  # type: ignore[attr-defined]
         f"(block {views.factor}): {views.payload_bytes() / 1e6:.2f} MB of numbers sent once; scrubbing needs no "
@@ -386,10 +387,7 @@ def split_scrubber_section(settings: object, params: Mapping[str, object]) -> No
         st.error(f"Temperature scrubber: {exc}")
         return
     start = int(np.argmin(np.abs(np.log(views.taus / s.tau))))  # type: ignore[attr-defined]
-    st.plotly_chart(
-        split_scrub_figure(views, start=start), theme=None, key="split_scrubber", width="stretch",
-        config={"displaylogo": False},
-    )  # fmt: skip
+    plotly_chart(split_scrub_figure(views, start=start), key="split_scrubber", config={"displaylogo": False})
     st.caption(
         f"{len(taus)} temperatures from τ = {taus[0]:g} to {taus[-1]:g}, head {head}, maps {side} × {side} "
         f"(block {views.factor}): {views.payload_bytes() / 1e6:.2f} MB of numbers sent once; scrubbing needs no "

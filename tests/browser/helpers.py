@@ -104,6 +104,8 @@ def save_screenshot(page: Page, name: str, *, full_page: bool = True) -> Path:
 # The sidebar's share box (ui/share_box.py): its script fills the link in after the element mounts.
 SHARE_BOX = "[data-testid='stSidebar'] [data-testid='aeShareLink']"
 SHARE_LINK = f"{SHARE_BOX} .ae-share-url"
+# A Plotly figure: the served app's component (ui/plotly_chart.py), or Streamlit's chart under `streamlit run app.py`.
+PLOTLY_CHART = ":is([data-testid='aePlotlyChart'], [data-testid='stPlotlyChart'])"
 
 
 def share_link(page: Page, *, containing: str = "", timeout_ms: int = 30_000) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from .helpers import REPO_ROOT, save_screenshot, share_link, streamlit_server, wait_for_app
+from .helpers import PLOTLY_CHART, REPO_ROOT, save_screenshot, share_link, streamlit_server, wait_for_app
 
 MY_PAGES = {
     "Compare": "n=64&heads=2&methods=performer&methods=lsh&methods=scatterbrain",
@@ -64,7 +64,7 @@ def test_deep_link_is_the_first_request_on_a_fresh_server(page: Page, path: str)
         else:
             # The page ran (not the home page as a fallback) and the URL settings were applied.
             assert page.get_by_role("slider", name="Sequence length n").input_value() == "64"
-            expect(page.locator("[data-testid='stPlotlyChart']").first).to_be_visible()
+            expect(page.locator(PLOTLY_CHART).first).to_be_visible()
             assert "n=64" in share_box(page)
         save_screenshot(page, f"deep_link_{path}")
 

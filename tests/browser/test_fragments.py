@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page
 
-from .helpers import on_script_finished, share_link, streamlit_server, wait_for_app
+from .helpers import PLOTLY_CHART, on_script_finished, share_link, streamlit_server, wait_for_app
 
 FRAGMENT_ONLY = {"FINISHED_FRAGMENT_RUN_SUCCESSFULLY"}
 
@@ -308,11 +308,11 @@ def test_the_table_behind_the_sweep_is_sent_when_its_expander_opens(page: Page, 
     endings = record_run_endings(page)
     page.goto(f"{app_server}/Error_vs_entropy?n=128&points=4")
     wait_for_app(page)
-    page.locator("[data-testid='stPlotlyChart'] .main-svg").first.wait_for(timeout=90_000)
+    page.locator(f"{PLOTLY_CHART} .main-svg").first.wait_for(timeout=90_000)
     assert page.locator("[data-testid='stDataFrame']").count() == 0
     endings.clear()
     page.get_by_text("Numbers behind the chart").first.click()
     page.locator("[data-testid='stDataFrame']").first.wait_for(timeout=30_000)
     wait_for_app(page)
     assert endings and set(endings) == FRAGMENT_ONLY, endings
-    assert page.locator("[data-testid='stPlotlyChart'] .main-svg").count() >= 1
+    assert page.locator(f"{PLOTLY_CHART} .main-svg").count() >= 1

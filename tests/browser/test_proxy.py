@@ -21,7 +21,7 @@ from playwright.sync_api import expect
 from deploy.replicas import COOKIE, Deployment, core_shares, deployment, nginx_binary
 
 from .conftest import IN_CI
-from .helpers import VIEWPORT, save_screenshot, wait_for_app
+from .helpers import PLOTLY_CHART, VIEWPORT, save_screenshot, wait_for_app
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext
@@ -104,13 +104,13 @@ def test_sessions_through_the_proxy_stay_on_one_replica_and_spread_over_both(
         again = response.headers.get("set-cookie", "")
         assert COOKIE not in again, f"the sticky cookie must be set once, not on every response: {again}"
         wait_for_app(page)
-        expect(page.locator("[data-testid='stPlotlyChart']").first).to_be_visible(timeout=60_000)
+        expect(page.locator(PLOTLY_CHART).first).to_be_visible(timeout=60_000)
         assert page.get_by_role("slider", name="Sequence length n").input_value() == "64"
         # A changed link on the same session: the new slider value is applied and the page recomputes.
         page.goto(f"{proxied.url}/Compare?n=96&heads=1&methods=performer&tau=0.5")
         wait_for_app(page)
         assert page.get_by_role("slider", name="Sequence length n").input_value() == "96"
-        expect(page.locator("[data-testid='stPlotlyChart']").first).to_be_visible(timeout=60_000)
+        expect(page.locator(PLOTLY_CHART).first).to_be_visible(timeout=60_000)
         # An upload (a settings file) is a separate HTTP request that must reach the session's own replica.
         settings = tmp_path / f"{name}.json"
         settings.write_text(json.dumps({"version": 1, "page": "Compare", "params": {"n": "112"}}))
@@ -152,7 +152,7 @@ def test_a_link_computed_on_one_replica_is_a_cache_hit_on_the_other(browser: Bro
     page = first.new_page()
     page.goto(link)
     wait_for_app(page)
-    expect(page.locator("[data-testid='stPlotlyChart']").first).to_be_visible(timeout=60_000)
+    expect(page.locator(PLOTLY_CHART).first).to_be_visible(timeout=60_000)
     computed = _cache_stats(proxied.cache_dir)
     first.close()
     assert computed[1] > before[1], f"the first replica computed the link without a cache miss: {before} -> {computed}"
@@ -160,7 +160,7 @@ def test_a_link_computed_on_one_replica_is_a_cache_hit_on_the_other(browser: Bro
     page = second.new_page()
     page.goto(link)
     wait_for_app(page)
-    expect(page.locator("[data-testid='stPlotlyChart']").first).to_be_visible(timeout=60_000)
+    expect(page.locator(PLOTLY_CHART).first).to_be_visible(timeout=60_000)
     reused = _cache_stats(proxied.cache_dir)
     second.close()
     assert reused[0] > computed[0], (

@@ -7,7 +7,7 @@ import re
 from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
-from .helpers import save_screenshot, wait_for_app
+from .helpers import PLOTLY_CHART, save_screenshot, wait_for_app
 
 
 def metric_value(page: Page, label: str) -> str:
@@ -20,14 +20,12 @@ def test_vcc_page_controls_move_the_tree(page: Page, app_server: str) -> None:
     assert response is not None and response.ok
     wait_for_app(page)
     expect(page.locator("[data-testid='stMain'] h1").first).to_contain_text("VCC")
-    charts = page.locator("[data-testid='stPlotlyChart']")
+    charts = page.locator(PLOTLY_CHART)
     expect(charts.first.locator(".main-svg").first).to_be_visible(timeout=60_000)
     # Chart components mount one after another, some after the run has ended (on a loaded CI machine the count
     # was read while only 3 of them had mounted): wait for them, then check.
     try:
-        page.wait_for_function(
-            "() => document.querySelectorAll(\"[data-testid='stPlotlyChart']\").length >= 5", timeout=60_000
-        )
+        page.wait_for_function(f"() => document.querySelectorAll({PLOTLY_CHART!r}).length >= 5", timeout=60_000)
     except PlaywrightTimeoutError:
         pass  # the assertion below names what is missing
     assert charts.count() >= 5, (

@@ -20,6 +20,7 @@ import streamlit as st
 from PIL import Image
 
 from ui.export import chromium_path, static_image
+from ui.plotly_chart import plotly_chart
 from ui.state import presenter_mode, settings_payload
 
 ATTENTION_SCALE = "Viridis"
@@ -390,7 +391,7 @@ def show_figure(
     slug = _slug(name, "figure")
     if presenter_mode():
         fig = presenter_figure(fig)
-    where.plotly_chart(fig, theme=None, config=PLOTLY_CONFIG, key=f"chart_{key}", width="stretch")
+    plotly_chart(fig, key=f"chart_{key}", config=PLOTLY_CONFIG, where=where)
     row = where.columns([4, 1]) if caption else [where, where]
     if caption:
         row[0].caption(caption)

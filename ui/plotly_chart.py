@@ -1,0 +1,82 @@
+"""Plotly figures drawn by a small ``st.components.v2`` component with Plotly's cartesian bundle, updated in place.
+
+Why not ``st.plotly_chart``:
+- Streamlit 1.67 gives a chart a new identity whenever its figure changes, even with a key, so every temperature
+  step remounts every chart and Plotly draws each one from scratch. This component keeps its element (a keyed v2
+  component's identity is its key) and applies a new figure with ``Plotly.react``, which redraws only what changed.
+- Streamlit bundles all of plotly.js (4.7 MB, about 0.85 s to evaluate in headless Chromium on the 2-core reference
+  machine). The app draws only scatter and heatmap traces, which Plotly's own cartesian partial bundle carries in
+  1.5 MB (about 0.36 s).
+
+The bundle is vendored (``assets/vendor``, from the npm package ``plotly.js-cartesian-dist-min``, the same plotly.js
+version as the ``plotly`` Python package's, which builds the figures) and served by the app's server
+(``deploy/serve.py`` with ``deploy/preload.py``), which also sets ``BUNDLE_VARIABLE``. Under plain
+``streamlit run app.py`` and in AppTest nothing serves it, so figures go to ``st.plotly_chart`` as before.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from typing import Any
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from deploy.preload import BUNDLE_VARIABLE, LOADER
+
+COMPONENT_NAME = "attention_explorer.plotly_chart"
+TEST_ID = "aePlotlyChart"
+
+HTML = f'<div class="ae-plotly-chart" data-testid="{TEST_ID}"></div>'
+CSS = ".ae-plotly-chart { width: 100%; }"
+JS = f"""
+export default function ({{ data, parentElement }}) {{
+  {LOADER}
+  const plot = parentElement.querySelector(".ae-plotly-chart");
+  const figure = JSON.parse(data.figure);
+  const layout = {{ ...figure.layout, autosize: true }};
+  plot.style.height = `${{layout.height || 450}}px`;
+  window.__aePlotly.then((Plotly) => {{
+    // Plotly.react applies only what changed; frames (the temperature scrubber) come with the figure.
+    Plotly.react(plot, {{ data: figure.data, layout, frames: figure.frames || [], config: data.config }});
+    if (!plot.aeResize) {{  // the sidebar opening or closing changes the width, not the window's
+      plot.aeResize = new ResizeObserver(() => {{ if (plot.data) Plotly.Plots.resize(plot); }});
+      plot.aeResize.observe(plot);
+    }}
+  }}).catch((error) => {{ plot.textContent = `This chart could not be drawn: ${{error.message}}.`; }});
+}}
+"""
+
+
+def bundle_served() -> bool:
+    return os.environ.get(BUNDLE_VARIABLE) == "served"
+
+
+@functools.cache
+def renderer() -> Any:
+    """The component's mount command, registered once per process."""
+    return st.components.v2.component(COMPONENT_NAME, html=HTML, css=CSS, js=JS, isolate_styles=False)
+
+
+def plotly_chart(fig: go.Figure, *, key: str, config: dict[str, Any], where: Any = None) -> None:
+    """Draw ``fig`` full width in ``where`` (a container, column or placeholder; the current one by default)."""
+    if not bundle_served():
+        (where or st).plotly_chart(fig, theme=None, config=config, key=key, width="stretch")
+        return
+    payload = {"figure": fig.to_json(), "config": {**config, "responsive": True}}
+    if where is None or where is st:
+        renderer()(data=payload, key=key, height="content")
+    else:
+        with where:
+            renderer()(data=payload, key=key, height="content")
+
+
+def figures_in(app_test: Any) -> list[dict[str, Any]]:
+    """The figures (Plotly JSON) of every chart this component drew in a ``streamlit.testing`` AppTest run."""
+    return [
+        json.loads(json.loads(element.proto.json)["figure"])
+        for element in app_test.get("bidi_component")
+        if element.proto.component_name == COMPONENT_NAME
+    ]
