@@ -1,6 +1,8 @@
-"""The Plotly head start (deploy/preload.py) on and off, side by side: first drawn chart of a page opened in a new
-browser context (empty browser cache), served by ``streamlit run app.py`` (off) and ``streamlit run
-deploy/serve.py`` (on), same tree, both servers up at once, visits alternated.
+"""The app's own chart path on and off, side by side: first drawn chart of a page opened in a new browser context
+(empty browser cache), served by ``streamlit run app.py`` (off: ``st.plotly_chart`` with Streamlit's whole plotly.js,
+fetched when the first chart arrives) and ``streamlit run deploy/serve.py`` (on: the component of
+``ui/plotly_chart.py`` with Plotly's cartesian bundle, requested from the page head by ``deploy/preload.py``), same
+tree, both servers up at once, visits alternated.
 
     python -m benchmarks.preload_ab                       # Compare, Sparse + low rank, Error vs entropy; 5 repeats
     python -m benchmarks.preload_ab --pages VCC Kernels --repeats 3

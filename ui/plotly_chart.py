@@ -28,6 +28,7 @@ from deploy.preload import BUNDLE_VARIABLE, LOADER
 
 COMPONENT_NAME = "attention_explorer.plotly_chart"
 TEST_ID = "aePlotlyChart"
+DEFAULT_HEIGHT = 450  # Plotly's (and st.plotly_chart's) height for a figure that sets none
 
 HTML = f'<div class="ae-plotly-chart" data-testid="{TEST_ID}"></div>'
 CSS = ".ae-plotly-chart { width: 100%; }"
@@ -37,7 +38,7 @@ export default function ({{ data, parentElement }}) {{
   const plot = parentElement.querySelector(".ae-plotly-chart");
   const figure = JSON.parse(data.figure);
   const layout = {{ ...figure.layout, autosize: true }};
-  plot.style.height = `${{layout.height || 450}}px`;
+  plot.style.height = `${{layout.height || {DEFAULT_HEIGHT}}}px`;
   window.__aePlotly.then((Plotly) => {{
     // Plotly.react applies only what changed; frames (the temperature scrubber) come with the figure.
     Plotly.react(plot, {{ data: figure.data, layout, frames: figure.frames || [], config: data.config }});
@@ -66,11 +67,13 @@ def plotly_chart(fig: go.Figure, *, key: str, config: dict[str, Any], where: Any
         (where or st).plotly_chart(fig, theme=None, config=config, key=key, width="stretch")
         return
     payload = {"figure": fig.to_json(), "config": {**config, "responsive": True}}
+    # The chart's height is reserved before the script draws it: nothing below it moves when it appears.
+    height = int(fig.layout.height or DEFAULT_HEIGHT)
     if where is None or where is st:
-        renderer()(data=payload, key=key, height="content")
+        renderer()(data=payload, key=key, height=height)
     else:
         with where:
-            renderer()(data=payload, key=key, height="content")
+            renderer()(data=payload, key=key, height=height)
 
 
 def figures_in(app_test: Any) -> list[dict[str, Any]]:
