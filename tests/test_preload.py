@@ -197,3 +197,20 @@ def drawn_trace_types() -> set[str]:
         names |= set(re.findall(r"\bgo\.([A-Z][A-Za-z0-9]*)\(", source.read_text()))
     classes = [getattr(go, name) for name in names]
     return {cls().type for cls in classes if isinstance(cls, type) and issubclass(cls, BaseTraceType)}
+
+
+def test_the_head_imports_the_component_chunk_streamlit_itself_loads_lazily() -> None:
+    """The head start only helps if both imports name one module: the installed Streamlit has exactly one chunk for
+    v2 components, and its main bundle imports it by that file name."""
+    chunk = preload.component_chunk()
+    assert chunk is not None, f"no single BidiComponent.*.js in {preload.STREAMLIT_JS}"
+    assert f'import("./static/js/{chunk}")' in preload.HEAD_TAG.decode()
+    index = (preload.STREAMLIT_JS.parent.parent / "index.html").read_text()
+    main_bundle = re.search(r'src="\./static/js/(index\.[^"]+\.js)"', index)
+    assert main_bundle, "index.html's own module script moved: check the relative URL in head_tag"
+    assert f"./{chunk}" in (preload.STREAMLIT_JS / main_bundle.group(1)).read_text()
+    assert (
+        preload.head_tag("X.js")
+        .decode()
+        .endswith('<script type="module">import("./static/js/X.js").catch(() => {});</script>')
+    )
