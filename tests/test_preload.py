@@ -180,7 +180,6 @@ def test_the_vendored_bundle_is_plotlys_cartesian_build_of_the_python_packages_p
     text = preload.BUNDLE_FILE.read_text()
     assert text.startswith(f"/**\n* plotly.js (cartesian - minified) v{plotly.offline.get_plotlyjs_version()}\n")
     assert preload.PLOTLY_JS_VERSION == plotly.offline.get_plotlyjs_version()
-    assert len(text) > 1_000_000  # plotly.js itself, not a stub
     assert drawn_trace_types() >= {"scatter", "heatmap"}
     for trace in drawn_trace_types():
         assert f'moduleType:"trace",name:"{trace}"' in text, f"the app draws {trace} traces, the bundle lacks them"

@@ -16,6 +16,7 @@ version as the ``plotly`` Python package's, which builds the figures) and served
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -42,7 +43,7 @@ export default function ({{ data, parentElement }}) {{
   window.__aePlotly.then((Plotly) => {{
     // Plotly.react applies only what changed; frames (the temperature scrubber) come with the figure.
     Plotly.react(plot, {{ data: figure.data, layout, frames: figure.frames || [], config: data.config }});
-    if (!plot.aeResize) {{  // the sidebar opening or closing changes the width, not the window's
+    if (!plot.aeResize) {{  // the window, and the sidebar opening or closing, change the container's width
       plot.aeResize = new ResizeObserver(() => {{ if (plot.data) Plotly.Plots.resize(plot); }});
       plot.aeResize.observe(plot);
     }}
@@ -62,18 +63,15 @@ def renderer() -> Any:
 
 
 def plotly_chart(fig: go.Figure, *, key: str, config: dict[str, Any], where: Any = None) -> None:
-    """Draw ``fig`` full width in ``where`` (a container, column or placeholder; the current one by default)."""
+    """Draw ``fig`` full width in ``where`` (a container, a column or an ``st.empty`` slot; by default where the
+    script is)."""
     if not bundle_served():
         (where or st).plotly_chart(fig, theme=None, config=config, key=key, width="stretch")
         return
-    payload = {"figure": fig.to_json(), "config": {**config, "responsive": True}}
     # The chart's height is reserved before the script draws it: nothing below it moves when it appears.
     height = int(fig.layout.height or DEFAULT_HEIGHT)
-    if where is None or where is st:
-        renderer()(data=payload, key=key, height=height)
-    else:
-        with where:
-            renderer()(data=payload, key=key, height=height)
+    with contextlib.nullcontext() if where is None or where is st else where:
+        renderer()(data={"figure": fig.to_json(), "config": config}, key=key, height=height)
 
 
 def figures_in(app_test: Any) -> list[dict[str, Any]]:
