@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import random
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -13,8 +15,12 @@ import torch
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
-# Tests never read or fill the app's own result cache: a fresh shared-cache directory per test run.
-os.environ.setdefault("ATTN_EXPLORER_CACHE_DIR", tempfile.mkdtemp(prefix="attn-explorer-test-cache-"))
+# Tests never read or fill the app's own result cache: a fresh shared-cache directory per test run, removed when the
+# run ends (a full run leaves about 300 MB there; left behind, repeated runs filled the disk).
+if "ATTN_EXPLORER_CACHE_DIR" not in os.environ:
+    _run_cache_dir = tempfile.mkdtemp(prefix="attn-explorer-test-cache-")
+    os.environ["ATTN_EXPLORER_CACHE_DIR"] = _run_cache_dir
+    atexit.register(shutil.rmtree, _run_cache_dir, ignore_errors=True)
 # No work done ahead in the background (ui/prefetch.py) while other tests count computations or swap cache folders;
 # tests/test_prefetch.py turns it on for itself.
 os.environ.setdefault("ATTN_EXPLORER_PREFETCH", "0")
