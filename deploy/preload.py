@@ -73,10 +73,6 @@ def page_path(scope: Scope) -> str:
     return path
 
 
-def opens_without_chart(scope: Scope) -> bool:
-    return page_path(scope) in NO_CHART_AT_OPEN
-
-
 class PlotlyBundle:
     """Pure ASGI middleware: answers GET/HEAD of ``BUNDLE_PATH``, and adds ``HEAD_TAG`` before ``</head>`` of the HTML
     document of every page that opens on a chart (each page's path answers with Streamlit's index.html). Other

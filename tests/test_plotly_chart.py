@@ -4,7 +4,6 @@ figure JSON whole, keyed so that a new figure updates the chart in place); elsew
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,8 +13,6 @@ from deploy import preload
 from ui import plotly_chart
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 
 def compare(tau: str | None = None) -> AppTest:
@@ -34,14 +31,14 @@ def test_served_pages_draw_every_figure_with_the_component(monkeypatch: pytest.M
     assert len(figures) >= 3  # exact attention and each method's maps
     heatmaps = [trace for figure in figures for trace in figure["data"] if trace["type"] == "heatmap"]
     assert heatmaps and all("z" in trace for trace in heatmaps)
-    charts = [e for e in at.get("bidi_component") if e.proto.component_name == plotly_chart.COMPONENT_NAME]
+    charts = plotly_chart.charts_in(at)
     assert all(json.loads(e.proto.json)["config"]["displaylogo"] is False for e in charts)
 
     # A new temperature: the same elements (keys) carry new figures, so the browser updates them in place.
     keys = [e.proto.id for e in charts]
     before = [json.dumps(figure["data"], sort_keys=True) for figure in figures]
     at.select_slider(key="tau").set_value(1.0).run()
-    charts_after = [e for e in at.get("bidi_component") if e.proto.component_name == plotly_chart.COMPONENT_NAME]
+    charts_after = plotly_chart.charts_in(at)
     assert [e.proto.id for e in charts_after] == keys
     after = [json.dumps(figure["data"], sort_keys=True) for figure in plotly_chart.figures_in(at)]
     assert after != before

@@ -74,10 +74,11 @@ def plotly_chart(fig: go.Figure, *, key: str, config: dict[str, Any], where: Any
         renderer()(data={"figure": fig.to_json(), "config": config}, key=key, height=height)
 
 
+def charts_in(app_test: Any) -> list[Any]:
+    """The elements of every chart this component drew in a ``streamlit.testing`` AppTest run."""
+    return [element for element in app_test.get("bidi_component") if element.proto.component_name == COMPONENT_NAME]
+
+
 def figures_in(app_test: Any) -> list[dict[str, Any]]:
     """The figures (Plotly JSON) of every chart this component drew in a ``streamlit.testing`` AppTest run."""
-    return [
-        json.loads(json.loads(element.proto.json)["figure"])
-        for element in app_test.get("bidi_component")
-        if element.proto.component_name == COMPONENT_NAME
-    ]
+    return [json.loads(json.loads(element.proto.json)["figure"]) for element in charts_in(app_test)]
