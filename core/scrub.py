@@ -49,6 +49,20 @@ def _block_max(a: torch.Tensor, factor: int) -> torch.Tensor:
     return F.max_pool2d(a.unsqueeze(1), factor, ceil_mode=True).squeeze(1)
 
 
+def _ordered(a: torch.Tensor, order: torch.Tensor | None) -> torch.Tensor:
+    """(..., n, n) with rows and columns in display ``order`` (None: position order)."""
+    return a if order is None else a[..., order, :][..., order]
+
+
+def _display_order(order: Sequence[int] | torch.Tensor | None, n: int, device: torch.device) -> torch.Tensor | None:
+    if order is None:
+        return None
+    index = torch.as_tensor(np.asarray(order), dtype=torch.long, device=device)
+    if index.shape != (n,) or not torch.equal(torch.sort(index).values, torch.arange(n, device=device)):
+        raise ParameterError("order", f"must be a permutation of the {n} positions")
+    return index
+
+
 def _block_absmax(a: torch.Tensor, factor: int) -> torch.Tensor:
     """The entry of largest magnitude in each block, with its sign."""
     if factor == 1:
@@ -68,11 +82,14 @@ def temperature_views(
     params: Mapping[str, Mapping[str, Any]] | None = None,
     seed: int = 0,
     side: int = 64,
+    order: Sequence[int] | torch.Tensor | None = None,
 ) -> ScrubViews:
     """Exact attention and each method at every tau (logits = q.k / tau), for one head: q, k, v are (n, d).
 
     Each method runs once over the whole grid with a tensor ``scale`` (batch-independent, so every frame equals
-    a single call at that temperature). ``side`` caps the side of every map sent to the browser.
+    a single call at that temperature). ``side`` caps the side of every map sent to the browser. ``order``: a
+    permutation of the positions the maps are drawn in (e.g. by cluster), applied before the block reduction;
+    display only, the methods and errors use the real positions.
     """
     if q.dim() != 2:
         raise ParameterError("q", f"must be one head, shape (n, d); got {tuple(q.shape)}")
@@ -91,6 +108,7 @@ def temperature_views(
         registry.get(name)
     overrides = params or {}
     factor = max(1, math.ceil(n / side))
+    shown = _display_order(order, n, q.device)
     per_chunk = max(1, min(len(tau_values), chunk_elements(q.device) // (n * n)))
 
     exact_maps, entropies = [], []
@@ -102,7 +120,7 @@ def temperature_views(
         chunk = tau_values[start : start + per_chunk]
         beta = 1.0 / torch.tensor(chunk, dtype=torch.float64)
         exact = torch.softmax(beta.to(logits.dtype)[:, None, None] * logits, dim=-1)
-        exact_maps.append(_block_max(exact, factor))
+        exact_maps.append(_block_max(_ordered(exact, shown), factor))
         entropies.append(metrics.mean_row_entropy(exact))
         stack = [x.unsqueeze(0).expand(len(chunk), *x.shape) for x in (q, k, v)]
         for name in names:
@@ -110,8 +128,8 @@ def temperature_views(
                 name, *stack, scale=beta.to(q.dtype).to(q.device), seed=seed, **dict(overrides.get(name, {}))
             )
             approx = result.attention().to(exact.dtype)
-            attention[name].append(_block_max(approx, factor))
-            error_maps[name].append(_block_absmax(approx - exact, factor))
+            attention[name].append(_block_max(_ordered(approx, shown), factor))
+            error_maps[name].append(_block_absmax(_ordered(approx - exact, shown), factor))
             errors[name].append(metrics.relative_frobenius_error(approx, exact))
 
     def numpy(parts: list[torch.Tensor]) -> np.ndarray:
@@ -158,10 +176,12 @@ def split_views(
     params: Mapping[str, Any] | None = None,
     seed: int = 0,
     side: int = 64,
+    order: Sequence[int] | torch.Tensor | None = None,
 ) -> SplitViews:
     """Scatterbrain's S, L, S + L and naive sum next to exact at every tau, for one head (q, k, v: (n, d)).
 
-    One batched call with a tensor ``scale``; every frame equals a single call at that temperature.
+    One batched call with a tensor ``scale``; every frame equals a single call at that temperature. ``order``: the
+    display order of the positions, as in ``temperature_views``.
     """
     if q.dim() != 2:
         raise ParameterError("q", f"must be one head, shape (n, d); got {tuple(q.shape)}")
@@ -176,6 +196,7 @@ def split_views(
     if not 8 <= side <= MAX_SIDE:
         raise ParameterError("side", f"must be in [8, {MAX_SIDE}]; got {side}")
     factor = max(1, math.ceil(n / side))
+    shown = _display_order(order, n, q.device)
     # Several n x n parts per temperature are held at once: a smaller chunk than the comparison scrubber's.
     per_chunk = max(1, min(len(tau_values), chunk_elements(q.device) // (4 * n * n)))
     logits = (q @ k.transpose(-1, -2)).double()
@@ -187,7 +208,7 @@ def split_views(
         chunk = tau_values[start : start + per_chunk]
         beta = 1.0 / torch.tensor(chunk, dtype=torch.float64)
         exact = torch.softmax(beta.to(logits.dtype)[:, None, None] * logits, dim=-1).to(q.dtype)
-        exact_maps.append(_block_max(exact, factor))
+        exact_maps.append(_block_max(_ordered(exact, shown), factor))
         entropies.append(metrics.mean_row_entropy(exact))
         stack = [x.unsqueeze(0).expand(len(chunk), *x.shape) for x in (q, k, v)]
         result = approximate(
@@ -196,7 +217,8 @@ def split_views(
         for name in SPLIT_PARTS:
             value = result.attention() if name == "attention" else result.parts[name]
             value = value.to(exact.dtype)
-            maps[name].append(_block_absmax(value, factor) if name == "sparse" else _block_max(value, factor))
+            drawn = _ordered(value, shown)
+            maps[name].append(_block_absmax(drawn, factor) if name == "sparse" else _block_max(drawn, factor))
             if name in errors:
                 errors[name].append(metrics.relative_frobenius_error(value, exact))
         support = result.parts["support"].bool()

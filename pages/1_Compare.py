@@ -93,12 +93,15 @@ def results(s: ui.Settings, methods: list[str], log_colour: bool, view: str, res
     else:
         st.subheader("All heads: exact (first row) and each method")
         ok = [m for m in methods if not results[m].error_message]
-        maps = {"exact": exact.attention, **{m: results[m].attention for m in ok}}
+        maps = {
+            "exact": s.sorted(exact.attention, exact.attention_in_cluster_order),
+            **{m: s.sorted(results[m].attention, (results[m].in_cluster_order or {}).get("attention")) for m in ok},
+        }
         fig, data, grid_side = figs.heads_grid(maps, s.heads, log_colour)
         ui.show_figure(fig, "all_heads_grid", data=data, key="grid")
         st.caption(
             f"Each cell is downsampled to at most {grid_side} × {grid_side} (block maximum). "
-            "Heads are independent draws (synthetic) or the layer's 12 heads (real model)."
+            "Heads are independent draws (synthetic) or the layer's 12 heads (real model). " + s.order_note()
         )
     # The temperatures one slider step away, computed while the server is idle (ui/prefetch.py).
     done = {m: keys[m] for m in methods if not results[m].error_message}

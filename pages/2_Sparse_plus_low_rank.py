@@ -35,7 +35,7 @@ def scatterbrain_sections(s: ui.Settings) -> None:
         summary = sparse_lowrank.correction_summary(
             exact_head, parts["attention"], parts["naive_sum"], parts["support"], raw, logits, params.get("features", 0)
         )
-    exact_map = ui.display(exact_head)
+    exact_map = exact_head if factor == 1 else ui.display(exact_head)  # at the parts' resolution (sortable at 1)
     view = panels.MapView(s, factor, controls.map_controls())
 
     panels.support_section(view, params, parts, summary)

@@ -15,9 +15,12 @@ from ui import compute
 from ui.controls.vcc import vcc_controls
 from ui.panels import vcc as panels
 
-ui.page("VCC", icon="🌳")
+ui.page("VCC", icon=":material/account_tree:")
 s = ui.sidebar(
-    max_n=1024, show_budget=False, defaults={"n": 256, "d": 32, "heads": 1, "tau": 0.3, "spread": 0.3, "clusters": 8}
+    max_n=1024,
+    show_budget=False,
+    # Position order by default: VCC compresses runs of real positions, whose tiles cluster order would scatter.
+    defaults={"n": 256, "d": 32, "heads": 1, "tau": 0.3, "spread": 0.3, "clusters": 8, "sort_clusters": False},
 )
 panels.intro()
 tokens = s.inputs().tokens
@@ -56,7 +59,7 @@ if view.info.get("notice"):
 # so its control reruns that section, not the sidebar, the VCC run and the other figures.
 @st.fragment
 def heatmaps() -> None:
-    panels.heatmaps(view, s.head, s.n, tokens)
+    panels.heatmaps(view, s.head, s.n, tokens, s.order)
     ui.finish_fragment(share=False)  # the share box is drawn by ui.finish at the end of a full run
 
 

@@ -1,4 +1,5 @@
-"""The "Order positions by cluster" sidebar toggle only reorders what is drawn; numbers stay on real positions."""
+"""The "Order positions by cluster" sidebar toggle only reorders what is drawn; numbers stay on real positions. It is
+on by default, so the default views show the clusters as blocks (issue #28), including maps reduced before drawing."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import core  # noqa: E402
+from ui import compute  # noqa: E402
 
 TIMEOUT = 240
 
@@ -36,23 +38,62 @@ def _z(trace: dict[str, Any]) -> np.ndarray:
     return np.asarray(z, dtype=np.float64)
 
 
-def first_heatmap(at: AppTest) -> np.ndarray:
+def heatmaps(at: AppTest) -> list[np.ndarray]:
+    """Every heatmap trace's z on the page, in page order."""
+    found = []
     for chart in at.get("plotly_chart"):
         spec = json.loads(chart.proto.spec)
-        for trace in spec["data"]:
-            if trace.get("type") == "heatmap":
-                return _z(trace).astype(np.float64)
-    raise AssertionError("no heatmap on the page")
+        found += [_z(trace).astype(np.float64) for trace in spec["data"] if trace.get("type") == "heatmap"]
+    return found
+
+
+def first_heatmap(at: AppTest) -> np.ndarray:
+    found = heatmaps(at)
+    assert found, "no heatmap on the page"
+    return found[0]
+
+
+def adjacent_row_correlation(z: np.ndarray) -> float:
+    """Mean Pearson correlation of each drawn row with the next: near 1 when neighbouring rows are in one cluster,
+    near 0 when they are unrelated positions."""
+    z = np.where(np.isfinite(z), z, np.nan)
+    pairs = [(a, b) for a, b in zip(z[:-1], z[1:], strict=True) if np.nanstd(a) > 0 and np.nanstd(b) > 0]
+    return float(np.mean([np.corrcoef(np.nan_to_num(a), np.nan_to_num(b))[0, 1] for a, b in pairs]))
+
+
+def test_the_default_compare_view_shows_the_clusters_and_false_gives_position_order() -> None:
+    shown = run_compare()  # the default link: n = 512, 32 clusters, 128-pixel heatmaps (blocks of 4 positions)
+    position = run_compare(sort_clusters="false")
+    assert not shown.exception and not position.exception
+    assert shown.toggle(key="sort_clusters").value is True
+    assert "sort_clusters" not in shown.query_params  # the default stays out of the link
+    exact_sorted, exact_real = first_heatmap(shown), first_heatmap(position)
+    assert exact_sorted.shape == exact_real.shape == (128, 128)
+    assert adjacent_row_correlation(exact_sorted) > 0.5
+    assert abs(adjacent_row_correlation(exact_real)) < 0.2
+    assert any("cluster order" in c.value for c in shown.caption)
+    assert not any("cluster order" in c.value for c in position.caption)
+
+
+def test_maps_reduced_by_the_engine_are_sorted_before_the_reduction() -> None:
+    # n = 1024: each method's maps are block-reduced (2 x 2) by the engine before they reach the page.
+    at = run_compare(n="1024", heads="1", clusters="64", methods=["lsh"], res="512")
+    assert not at.exception
+    assert not any("keeps the real positions" in m.value for m in [*at.warning, *at.info]), "a map stayed unsorted"
+    maps = heatmaps(at)  # exact, then the method's attention and error maps
+    assert len(maps) >= 2
+    assert all(m.shape == (512, 512) for m in maps[:2])
+    assert adjacent_row_correlation(maps[1]) > 0.5
 
 
 def test_sorting_reorders_the_heatmap_and_leaves_the_metrics_alone() -> None:
     common = {"n": "64", "heads": "1", "clusters": "8", "methods": ["local"]}
-    real = run_compare(**common)
+    real = run_compare(**common, sort_clusters="false")
     ordered = run_compare(**common, sort_clusters="true")
     assert not real.exception and not ordered.exception
     assert ordered.toggle(key="sort_clusters").value is True
     assert real.metric and {m.label: m.value for m in real.metric} == {m.label: m.value for m in ordered.metric}
-    table_real, table_sorted = real.dataframe[0].value, ordered.dataframe[0].value
+    table_real, table_sorted = real.table[0].value, ordered.table[0].value
     assert list(table_real["attention error"]) == list(table_sorted["attention error"])
     labels = core.data.clustered(64, 64, 8, 0.3, seed=0).labels
     assert labels is not None
@@ -60,3 +101,53 @@ def test_sorting_reorders_the_heatmap_and_leaves_the_metrics_alone() -> None:
     shown_real, shown_sorted = first_heatmap(real), first_heatmap(ordered)
     assert not np.allclose(shown_real, shown_sorted)
     np.testing.assert_allclose(shown_sorted, shown_real[order][:, order], equal_nan=True)
+
+
+def test_the_engine_reduces_a_copy_in_cluster_order_from_the_full_matrix() -> None:
+    spec = compute.InputSpec("clustered", 640, 16, 1, 8, 0.3, 0, "", 0)  # n = 640: reduced in blocks of 2
+    beta = 1 / 0.3
+    res = compute.run_method(spec, beta, "cpu", "local", (), 0)
+    assert res.factor == 2 and res.in_cluster_order is not None
+    full = compute.full_attention(spec, beta, "cpu", "local", (), 0, 0)
+    order = compute.cluster_order(spec)
+    assert order is not None and not np.array_equal(order, np.arange(640))
+    expected = compute.block_reduce(full[order][:, order], 2, "max")
+    np.testing.assert_allclose(res.in_cluster_order["attention"][0], expected, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(res.attention[0], compute.block_reduce(full, 2, "max"), rtol=1e-5, atol=1e-7)
+    gaussian = compute.InputSpec("gaussian", 640, 16, 1, 8, 0.3, 0, "", 0)
+    assert compute.run_method(gaussian, beta, "cpu", "local", (), 0).in_cluster_order is None
+    big = compute.InputSpec("clustered", 1040, 16, 1, 8, 0.3, 0, "", 0)  # above the cached full size
+    exact = compute.exact(big, beta, "cpu")
+    assert exact.reduced and exact.attention_in_cluster_order is not None
+    full = compute.full_attention(big, beta, "cpu", "exact", (), 0, 0)
+    order = compute.cluster_order(big)
+    assert order is not None
+    expected = compute.display(full[order][:, order])
+    np.testing.assert_allclose(exact.attention_in_cluster_order[0], expected, rtol=1e-5, atol=1e-7)
+
+
+def test_sparse_plus_low_rank_maps_are_sorted_above_the_engines_display_size() -> None:
+    # n = 768 is above 512, where the engine would reduce the parts; sorted, they come at full resolution first.
+    def run(sort: str) -> AppTest:
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+        at.switch_page("pages/2_Sparse_plus_low_rank.py")
+        at.query_params.update(n="768", heads="1", res="256", sort_clusters=sort)
+        return at.run()
+
+    shown, position = run("true"), run("false")
+    assert not shown.exception and not position.exception
+    assert not any("keeps the real positions" in w.value for w in shown.warning)
+    sorted_maps, real_maps = heatmaps(shown), heatmaps(position)
+    assert len(sorted_maps) == len(real_maps) >= 8  # two support maps and the six maps of the split
+    assert all(adjacent_row_correlation(m) > 0.5 for m in sorted_maps)
+    assert all(adjacent_row_correlation(m) < 0.3 for m in real_maps)
+
+
+def test_the_all_heads_grid_is_sorted_too() -> None:
+    common = {"n": "64", "heads": "2", "clusters": "8", "methods": ["local"], "view": "all"}
+    shown, position = run_compare(**common), run_compare(**common, sort_clusters="false")
+    assert not shown.exception and not position.exception
+    order = compute.cluster_order(compute.InputSpec("clustered", 64, 64, 2, 8, 0.1, 0))
+    assert order is not None
+    for drawn, real in zip(heatmaps(shown), heatmaps(position), strict=True):  # every cell: exact and local, per head
+        np.testing.assert_allclose(drawn, real[order][:, order])

@@ -185,3 +185,24 @@ def test_the_chunk_size_does_not_change_the_frames(head, monkeypatch) -> None:  
     for name in split.parts:
         np.testing.assert_allclose(cut_split.parts[name], split.parts[name], **close)
     np.testing.assert_allclose(cut_split.error["attention"], split.error["attention"], **close)
+
+
+def test_a_display_order_reorders_the_maps_before_the_reduction_and_leaves_the_numbers(head) -> None:  # type: ignore[no-untyped-def]
+    q, k, v = head
+    order = torch.randperm(q.shape[0], generator=torch.Generator().manual_seed(1))
+    kwargs = {"params": {"lsh": {"rounds": 2, "buckets": 4}}, "seed": 5}
+    real = scrub.temperature_views(q, k, v, ["lsh"], TAUS, side=96, **kwargs)
+    drawn = scrub.temperature_views(q, k, v, ["lsh"], TAUS, side=96, order=order, **kwargs)
+    index = order.numpy()
+    np.testing.assert_array_equal(drawn.exact, real.exact[:, index][:, :, index])
+    np.testing.assert_array_equal(drawn.error_map["lsh"], real.error_map["lsh"][:, index][:, :, index])
+    np.testing.assert_array_equal(drawn.error["lsh"], real.error["lsh"])
+    # Reduced: blocks of the reordered matrix, not a reordering of position-order blocks.
+    small = scrub.temperature_views(q, k, v, ["lsh"], TAUS, side=32, order=order, **kwargs)
+    exact = torch.from_numpy(real.exact[:, index][:, :, index])
+    np.testing.assert_array_equal(small.exact, scrub._block_max(exact, 3).numpy())
+    split = scrub.split_views(q, k, v, TAUS[:1], params={"features": 16}, side=96, order=order)
+    split_real = scrub.split_views(q, k, v, TAUS[:1], params={"features": 16}, side=96)
+    np.testing.assert_array_equal(split.parts["sparse"], split_real.parts["sparse"][:, index][:, :, index])
+    with pytest.raises(core.ParameterError, match="order"):
+        scrub.temperature_views(q, k, v, ["lsh"], TAUS, side=96, order=[0, 0, *range(2, q.shape[0])])

@@ -19,6 +19,7 @@ import streamlit as st
 import torch
 
 import core
+from core import cancel as core_cancel
 from core import device as core_device
 from core import metrics
 from ui import result_cache
@@ -135,6 +136,28 @@ def display(a: np.ndarray, mode: str = "max") -> np.ndarray:
     return block_reduce(a, block_factor(a.shape[-1]), mode)
 
 
+@st.cache_data(show_spinner=False, max_entries=16)
+def cluster_order(spec: InputSpec) -> np.ndarray | None:
+    """The positions sorted by cluster (display only) for clustered input; None for other inputs."""
+    labels = load_inputs(spec).labels if spec.source == "clustered" else None
+    return None if labels is None else core.data.cluster_order(torch.from_numpy(labels)).numpy()
+
+
+def reorder(a: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """(..., n, n) with rows and columns taken in ``order``."""
+    return a[..., order, :][..., order]
+
+
+def reduce_in_cluster_order(a: np.ndarray, factor: int, mode: str, order: np.ndarray | None) -> np.ndarray | None:
+    """``a`` reordered at full resolution, then block-reduced: a reduced map cannot be sorted afterwards, since its
+    blocks mix clusters. None when nothing is reduced (the page reorders the full map) or there are no clusters."""
+    if factor <= 1 or order is None:
+        return None
+    if a.ndim > 2:  # one head at a time: a reordered copy of every head at n = 4096 would cost hundreds of MB
+        return np.stack([reduce_in_cluster_order(h, factor, mode, order) for h in a])  # type: ignore[misc]
+    return block_reduce(reorder(a, order), factor, mode)
+
+
 # ------------------------------------------------------------------ exact attention
 
 
@@ -146,6 +169,8 @@ class ExactResult:
     entropy: np.ndarray  # (H,) mean row entropy, nats
     seconds: float
     device: str
+    # Reduced clustered input only: the attention reordered by cluster before the reduction (display only).
+    attention_in_cluster_order: np.ndarray | None = None
 
 
 def resolve(device_name: str) -> torch.device:
@@ -169,12 +194,18 @@ def _exact(spec: InputSpec, beta: float, device_name: str) -> ExactResult:
     core_device.synchronize(dev)
     seconds = time.perf_counter() - start
     attention = result.attention()
+    core_cancel.check()  # at large n each step takes seconds: a closed tab stops the page run between them
     entropy = metrics.mean_row_entropy(attention).cpu().numpy()
     dense = attention.float().cpu().numpy()
     reduced = spec.n > CACHE_FULL_MAX_N
+    in_order = None
     if reduced:
+        core_cancel.check()
+        in_order = reduce_in_cluster_order(dense, block_factor(spec.n), "max", cluster_order(spec))
+        core_cancel.check()
         dense = display(dense)
-    return ExactResult(dense, reduced, result.output.float().cpu().numpy(), entropy, seconds, dev.type)
+    output = result.output.float().cpu().numpy()
+    return ExactResult(dense, reduced, output, entropy, seconds, dev.type, in_order)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -200,6 +231,8 @@ class MethodResult:
     device: str
     info: dict[str, Any]
     error_message: str | None = None
+    # Reduced clustered input only: "attention" and "error" reordered by cluster before the reduction (display only).
+    in_cluster_order: dict[str, np.ndarray] | None = None
 
 
 def params_key(params: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
@@ -257,7 +290,9 @@ def _run_method(
         result = core.approximate(method, q, k, v, scale=beta, seed=seed, **kwargs)
         core_device.synchronize(dev)
         seconds = time.perf_counter() - start
+        core_cancel.check()  # each step of a large n takes seconds: a closed tab stops between them
         approx = result.attention().float()
+        core_cancel.check()
     except (core.ParameterError, ValueError, RuntimeError) as exc:
         empty = np.zeros((spec.heads, 1, 1), np.float32)
         nan = np.full(spec.heads, np.nan)
@@ -267,6 +302,7 @@ def _run_method(
     exact_dense = torch.from_numpy(reference.attention).to(dev) if not reference.reduced else None
     if exact_dense is None:  # large n: recompute exact on the fly rather than caching n x n
         exact_dense = core.approximate("exact", q, k, v, scale=beta).attention().float()
+        core_cancel.check()
     out_exact = torch.from_numpy(reference.output).to(dev)
     per_head = {
         "attention_error": metrics.relative_frobenius_error(approx, exact_dense).cpu().numpy(),
@@ -274,13 +310,23 @@ def _run_method(
         "row_kl": metrics.mean_row_kl(exact_dense, approx).cpu().numpy(),
         "max_abs_error": metrics.max_abs_error(approx, exact_dense).cpu().numpy(),
     }
+    core_cancel.check()
     factor = block_factor(spec.n)
     approx_np = approx.cpu().numpy()
     error_np = (approx - exact_dense).cpu().numpy()
+    order = cluster_order(spec) if factor > 1 else None
+    in_order = None
+    if order is not None:
+        in_order = {"attention": reduce_in_cluster_order(approx_np, factor, "max", order)}
+        core_cancel.check()  # each reduction of a large n takes a second or more
+        in_order["error"] = reduce_in_cluster_order(error_np, factor, "absmax", order)
+        core_cancel.check()
+    attention_shown = block_reduce(approx_np, factor, "max")
+    core_cancel.check()
     return MethodResult(
         method=method,
         params=dict(result.params),
-        attention=block_reduce(approx_np, factor, "max"),
+        attention=attention_shown,
         error=block_reduce(error_np, factor, "absmax"),
         factor=factor,
         metrics=per_head,
@@ -289,6 +335,7 @@ def _run_method(
         seconds=seconds,
         device=dev.type,
         info=_small_info(result.info),
+        in_cluster_order=in_order,
     )
 
 
@@ -399,6 +446,7 @@ def method_parts_scheduled(
     seed: int,
     head: int,
     names: tuple[str, ...],
+    reduce: bool = True,
 ) -> dict[str, np.ndarray]:
     """``method_parts``; heavy settings (robust PCA, large n) go through the scheduler, with a Cancel button.
 
@@ -409,12 +457,12 @@ def method_parts_scheduled(
     one_head = InputSpec(**{**asdict(spec), "heads": 1})  # parts are computed for one head
     estimate = method_seconds(one_head, method, _params_dict(params))
     if estimate <= LIGHT_SECONDS:
-        return method_parts(spec, beta, device_name, method, params, seed, head, names)
-    key = (spec, beta, device_name, method, params, seed, head, names, True)
+        return method_parts(spec, beta, device_name, method, params, seed, head, names, reduce)
+    key = (spec, beta, device_name, method, params, seed, head, names, reduce)
     return run_heavy(
         "method_parts",
         key,
-        lambda report: _method_parts(spec, beta, device_name, method, params, seed, head, names, True),
+        lambda report: _method_parts(spec, beta, device_name, method, params, seed, head, names, reduce),
         estimate,
         title=f"Computing {method} at n = {spec.n}",
     )

@@ -277,6 +277,7 @@ def _views(
     taus: tuple[float, ...],
     seed: int,
     side: int,
+    by_cluster: bool = False,
 ) -> ScrubViews:
     import core.scrub
     from ui import compute
@@ -293,6 +294,7 @@ def _views(
         params={m: compute._params_dict(p) for m, p in params},
         seed=seed,
         side=side,
+        order=compute.cluster_order(spec) if by_cluster else None,  # type: ignore[arg-type]
     )
 
 
@@ -324,7 +326,8 @@ def scrubber_section(settings: object, methods: list[str], params: Mapping[str, 
     taus = tau_grid(s.tau, list(TAU_OPTIONS))  # type: ignore[attr-defined]
     key = tuple((m, params_key(dict(params.get(m, {})))) for m in methods)
     try:
-        views = _views(s.spec, s.head, s.device_name, tuple(methods), key, tuple(taus), s.seed, side)  # type: ignore[attr-defined]
+        by_cluster = s.order is not None  # type: ignore[attr-defined]
+        views = _views(s.spec, s.head, s.device_name, tuple(methods), key, tuple(taus), s.seed, side, by_cluster)  # type: ignore[attr-defined]
     except ValueError as exc:  # core.ParameterError: n too large, a bad knob
         st.error(f"Temperature scrubber: {exc}")
         return
@@ -335,7 +338,8 @@ def scrubber_section(settings: object, methods: list[str], params: Mapping[str, 
     st.caption(
         f"{len(taus)} temperatures from τ = {taus[0]:g} to {taus[-1]:g}, head {s.head}, maps {side} × {side} "  # type: ignore[attr-defined]
         f"(block {views.factor}): {views.payload_bytes() / 1e6:.2f} MB of numbers sent once; scrubbing needs no "
-        "server. Colours are fixed across frames: attention as log₁₀ weight, errors on one symmetric scale."
+        "server. Colours are fixed across frames: attention as log₁₀ weight, errors on one symmetric scale. "
+        + s.order_note()  # type: ignore[attr-defined]
     )
 
 
@@ -366,6 +370,7 @@ def split_scrubber_section(settings: object, params: Mapping[str, object]) -> No
     taus = tuple(tau_grid(s.tau, list(TAU_OPTIONS)))  # type: ignore[attr-defined]
     knobs = compute.params_key(dict(params))
     spec, head, seed, device_name = s.spec, s.head, s.seed, s.device_name  # type: ignore[attr-defined]
+    order = s.order  # type: ignore[attr-defined]
 
     def work(report: object) -> SplitViews:
         import core.scrub
@@ -373,14 +378,14 @@ def split_scrubber_section(settings: object, params: Mapping[str, object]) -> No
         q, k, v = compute.tensors(spec, compute.resolve(device_name))
         h = min(max(head, 0), q.shape[0] - 1)
         return core.scrub.split_views(
-            q[h], k[h], v[h], list(taus), params=compute._params_dict(knobs), seed=seed, side=side
+            q[h], k[h], v[h], list(taus), params=compute._params_dict(knobs), seed=seed, side=side, order=order
         )
 
     # About 0.7 s per temperature at n = 512 on two CPU cores, growing with n².
     estimate = len(taus) * 0.7 * (n / 512) ** 2
     try:
         views = run_heavy(
-            "split_scrub", (spec, head, device_name, knobs, taus, seed, side), work, estimate,
+            "split_scrub", (spec, head, device_name, knobs, taus, seed, side, order is not None), work, estimate,
             title="Precomputing every temperature",
         )  # fmt: skip
     except ValueError as exc:  # core.ParameterError: a bad knob
@@ -391,5 +396,6 @@ def split_scrubber_section(settings: object, params: Mapping[str, object]) -> No
     st.caption(
         f"{len(taus)} temperatures from τ = {taus[0]:g} to {taus[-1]:g}, head {head}, maps {side} × {side} "
         f"(block {views.factor}): {views.payload_bytes() / 1e6:.2f} MB of numbers sent once; scrubbing needs no "
-        "server. The title gives both errors and the naive sum's double counting on Ω at each temperature."
+        "server. The title gives both errors and the naive sum's double counting on Ω at each temperature. "
+        + s.order_note()  # type: ignore[attr-defined]
     )

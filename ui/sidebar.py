@@ -54,6 +54,8 @@ DEFAULTS: dict[str, Any] = {
     "budget": 1 / 8,
     "layer": 0,
     "head": 0,
+    # Display only: clustered input is drawn in cluster order, so the clusters show as blocks at first glance.
+    "sort_clusters": True,
 }
 # The real model: τ = 1 is the model's own attention (q is pre-scaled), and its short texts (n = 51 tokens for
 # the default one) leave a 1/8 budget only about 3 random features per method; 1/2 is the largest budget.
@@ -123,22 +125,40 @@ class Settings:
     def exact(self) -> compute.ExactResult:
         return compute.exact(self.spec, self.beta, self.device_name)
 
-    def sorted(self, matrix: np.ndarray) -> np.ndarray:
-        """``matrix`` (..., n, n) with rows and columns in cluster order when "Order positions by cluster" is on.
+    @property
+    def order(self) -> np.ndarray | None:
+        """The display order of the positions: by cluster when "Order positions by cluster" is on (clustered
+        input), else None (position order)."""
+        return compute.cluster_order(self.spec) if self.sort_clusters else None
 
-        Only full-resolution maps can be reordered; a block-reduced one is returned as it is, with a notice.
+    def sorted(self, matrix: np.ndarray, in_cluster_order: np.ndarray | None = None) -> np.ndarray:
+        """``matrix`` (..., n, n) as drawn: rows and columns in cluster order when "Order positions by cluster" is on.
+
+        A full-resolution map is reordered here. A block-reduced one cannot be (its blocks mix clusters): pass the
+        engine's copy reduced in cluster order as ``in_cluster_order``; without one it keeps position order, with a
+        notice.
         """
-        labels = self.inputs().labels if self.sort_clusters and self.spec.source == "clustered" else None
-        if labels is None:
+        order = self.order
+        if order is None:
             return matrix
+        if in_cluster_order is not None:
+            return in_cluster_order
         if matrix.ndim < 2 or matrix.shape[-1] != self.n or matrix.shape[-2] != self.n:
             state.notice(
-                f"**Order positions by cluster**: heatmaps reduced below n = {self.n} pixels keep the real "
-                "positions; raise the heatmap resolution (or lower n) to see them sorted."
+                "**Order positions by cluster**: a map reduced before drawing keeps the real positions "
+                f"(n = {self.n}); lower n to see it sorted."
             )
             return matrix
-        order = np.argsort(labels, kind="stable")
-        return matrix[..., order, :][..., order]
+        return compute.reorder(matrix, order)
+
+    def order_note(self) -> str:
+        """One line under the maps saying they are drawn in cluster order, and how to go back ("" if they are not)."""
+        if self.order is None:
+            return ""
+        return (
+            "Drawn in cluster order, so clusters show as blocks (display only: methods run on the real positions). "
+            "Position order: switch off “Order positions by cluster” (`?sort_clusters=false`)."
+        )
 
     def entropy(self) -> float:
         """Mean row entropy of exact attention (nats), averaged over heads."""
@@ -152,6 +172,9 @@ class Settings:
     def parts(
         self, method: str, params: dict[str, Any], names: tuple[str, ...], head: int | None = None
     ) -> dict[str, np.ndarray]:
+        # In cluster order a map must be reordered before any reduction, so up to the cached full size the parts
+        # come at full resolution and the page reduces them after sorting.
+        full = self.order is not None and compute.block_factor(self.n) > 1 and self.n <= compute.CACHE_FULL_MAX_N
         return compute.method_parts_scheduled(
             self.spec,
             self.beta,
@@ -161,6 +184,7 @@ class Settings:
             self.seed,
             self.head if head is None else head,
             names,
+            reduce=not full,
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -429,10 +453,11 @@ def sidebar(
             sort_clusters = state.toggle(
                 "Order positions by cluster",
                 "sort_clusters",
-                False,
+                bool(base["sort_clusters"]),
                 where=bar,
                 help="Display only: draw heatmaps with positions sorted by cluster, so clusters show as blocks. "
-                "Cluster members sit at random positions, and every method computes on those real positions.",
+                "Cluster members sit at random positions, and every method computes on those real positions. "
+                "Off: position order.",
             )
     bar.header("Temperature")
     tau = state.log_slider(

@@ -28,20 +28,26 @@ def _figure(title: str, x_title: str, y_title: str, height: int) -> go.Figure:
     return fig
 
 
-def buckets_figure(buckets: np.ndarray, labels: np.ndarray | None, colour: str, title: str) -> go.Figure:
-    """Each query's bucket against its position; dots coloured by cluster when the input has clusters."""
-    fig = _figure(title, "position", "bucket", 320)
+def buckets_figure(
+    buckets: np.ndarray, labels: np.ndarray | None, colour: str, title: str, order: np.ndarray | None = None
+) -> go.Figure:
+    """Each query's bucket against its position; dots coloured by cluster when the input has clusters.
+
+    order: the display order of the positions (e.g. by cluster); the hover still names the real position."""
+    index = np.arange(len(buckets)) if order is None else np.asarray(order)
+    fig = _figure(title, "position" if order is None else "position (in cluster order)", "bucket", 320)
     fig.add_scatter(
         x=np.arange(len(buckets)),
-        y=buckets,
+        y=buckets[index],
+        customdata=index,
         mode="markers",
         name="queries",
         marker={
             "size": 4,
-            "color": labels if labels is not None else colour,
+            "color": labels[index] if labels is not None else colour,
             "colorscale": "Cividis" if labels is not None else None,
         },
-        hovertemplate="position %{x}: bucket %{y}<extra>query</extra>",
+        hovertemplate="position %{customdata}: bucket %{y}<extra>query</extra>",
     )
     return fig
 
@@ -88,6 +94,8 @@ def fig4_figure(curves: Fig4Curves, labels: Mapping[str, str], colours: Sequence
             mode="markers",
             name=f"{label}: measured",
             marker={"color": colour, "size": 8},
+            # ± one standard error across draws: how far a point may sit from its line by chance
+            error_y={"type": "data", "array": curves.stderr.get(name), "visible": name in curves.stderr},
         )
         fig.add_scatter(
             x=curves.grid, y=curves.theory[name], mode="lines", name=f"{label}: theory", line={"color": colour}

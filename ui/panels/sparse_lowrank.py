@@ -52,12 +52,15 @@ def support_section(
     else:
         st.info(f"The support is `{params['support']}` (set in the knobs); switch it to `lsh` to see hash buckets.")
         union = parts["support"].astype(np.float32)
+        drawn, drawn_factor = view.shown(union, "mean")
         ui.show_figure(
-            ui.heatmap(view.s.sorted(union), "Support Ω", kind="mask", factor=view.factor, colorbar=False),
+            ui.heatmap(drawn, "Support Ω", kind="mask", factor=drawn_factor, colorbar=False),
             "support_union",
             data={"support": union},
             key="support_union",
         )
+        if view.s.order_note():
+            st.caption(view.s.order_note())
 
 
 def _lsh_support(
@@ -86,6 +89,7 @@ def _lsh_support(
         if buckets is not None:
             _bucket_chart(view.s, buckets[which - 1], which)
     if summary is not None:
+        st.caption(f"**Head {view.s.head}**, all {view.s.n} rows:")  # what the numbers are of, next to them
         c1, c2, c3 = st.columns(3)
         c1.metric("Entries in Ω", f"{100 * summary.omega_share:.1f}%", help="Share of the n² pairs in the support.")
         c2.metric(
@@ -98,13 +102,15 @@ def _lsh_support(
 
 def _bucket_chart(s: ui.Settings, round_buckets: np.ndarray, which: int) -> None:
     """One round's query buckets by position (``round_buckets``: (2, n), queries then keys)."""
-    fig = figs.buckets_figure(round_buckets[0], s.inputs().labels, ui.method_colour(0), f"Buckets in round {which}")
+    fig = figs.buckets_figure(
+        round_buckets[0], s.inputs().labels, ui.method_colour(0), f"Buckets in round {which}", order=s.order
+    )
     table = {"position": np.arange(s.n), "query_bucket": round_buckets[0], "key_bucket": round_buckets[1]}
     ui.show_figure(fig, "buckets", data=pd.DataFrame(table), key="buckets")
     st.caption(
         "Support maps: colour = share of each drawn block's pairs that are in Ω (1 = all). "
         "Bucket chart: dot colour = cluster of the position (clustered input); same-cluster positions "
-        "share buckets when the hash works."
+        "share buckets when the hash works. " + s.order_note()
     )
 
 
@@ -156,11 +162,12 @@ def split_section(
         data_note="Data: all six maps of the shown head, as the engine returned them.",
     )
     if summary is not None:
+        st.caption(f"**Head {view.s.head}**, the one drawn above:")  # what the numbers are of, next to them
         _split_metrics(summary)
         _verdict(summary)
     st.caption(
         ui.downsample_caption(view.s.n, view.shown(exact_map)[1]) + " S uses a red-blue scale because it can be "
-        "negative (range: the 99th percentile of its non-zero |entries|)."
+        "negative (range: the 99th percentile of its non-zero |entries|). " + view.s.order_note()
     )
 
 
@@ -225,12 +232,13 @@ def rpca_section(s: ui.Settings, exact_head: np.ndarray | None, log_colour: bool
             strict=True,
         ):
             with col:
+                drawn = s.sorted(rp[name])  # full resolution when sorted (Settings.parts), so reduce after sorting
                 fig = ui.heatmap(
-                    s.sorted(rp[name]),
+                    ui.display(drawn, "absmax" if kind == "error" else "max"),
                     title,
                     kind=kind,
                     log=log_colour and kind == "attention",
-                    factor=int(rp["factor"]),
+                    factor=int(rp["factor"]) * ui.block_factor(drawn.shape[-1]),
                     height=300,
                     colorbar=False,
                 )
@@ -290,7 +298,9 @@ def fig4_section(s: ui.Settings) -> None:
     fig = figs.fig4_figure(curves, labels, [ui.method_colour(i) for i in range(3)])
     ui.show_figure(fig, "fig4_mse_vs_qk", data=pd.DataFrame(curves.table()), key="fig4")
     st.caption(
-        f"Points: mean over {f4.draws} draws and the pairs in each q·k bin (256 pairs, d = {f4.d}). Lines: Theorem 2 "
+        f"Points: mean over {f4.draws} draws and the pairs in each q·k bin (256 pairs, d = {f4.d}), ± one standard "
+        "error across draws: the squared errors are heavy-tailed, so with few draws a point can sit far above its "
+        "line, and its bar says how far chance alone reaches. Lines: Theorem 2 "
         "with Performer's variance formula and this LSH's measured collision rate P_Ω(x); the dotted curves "
         "(click them in the legend) use the paper's cross-polytope bound with 4 tables of 23 hashes. The engine's "
         "LSH uses balanced chunks, so its collision rate differs from the paper's."

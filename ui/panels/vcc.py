@@ -14,6 +14,7 @@ import ui
 from core import limits as server_limits
 from core import vcc_study
 from ui import result_cache
+from ui.compute import reorder
 from ui.controls.vcc import VccControls
 from ui.figures import vcc as figures
 
@@ -37,6 +38,8 @@ def intro() -> None:
 def summary(view: vcc_study.VccView, head: int, heads: int, n: int) -> None:
     """Five metrics and the caption with the sizes and splits per level."""
     r = view.compressed_length(head)
+    # Which head the numbers are of, next to them: all but the memory are the shown head's own.
+    st.caption(f"**Head {head}** (the one drawn below)" + (f"; memory counts all {heads} heads." if heads > 1 else "."))
     metric_cols = st.columns(5)
     metric_cols[0].metric("Compressed length r", f"{r}", help="r = n_p + |J|: VIP tokens plus the blocks of J.")
     metric_cols[1].metric("r / n", f"{r / n:.2f}")
@@ -80,17 +83,24 @@ def selection_tree(view: vcc_study.VccView, tokens: list[str] | None) -> None:
     )
 
 
-def heatmaps(view: vcc_study.VccView, head: int, n: int, tokens: list[str] | None) -> None:
-    """Exact, VCC and their difference side by side, with the log-colour toggle."""
+def heatmaps(view: vcc_study.VccView, head: int, n: int, tokens: list[str] | None, order: Any = None) -> None:
+    """Exact, VCC and their difference side by side, with the log-colour toggle.
+
+    order: the display order of the positions (cluster order), applied before the reduction; None: position order.
+    """
     st.subheader(f"Attention at mixed resolution (head {head})")
     log_colour = ui.toggle("Log colour scale", "logc", True, help="Attention weights span many orders of magnitude.")
     factor = ui.block_factor(n)
     tick_labels = tokens if tokens is not None and n <= 32 else None  # more words than that do not fit the axes
     difference = view.difference()
+
+    def drawn(matrix: Any, mode: str = "max") -> Any:
+        return ui.block_reduce(matrix if order is None else reorder(matrix, order), factor, mode)
+
     maps = (  # (title, full matrix, drawn matrix, heatmap kind)
-        ("Exact softmax", view.exact, ui.display(view.exact), "attention"),
-        ("VCC (tiles = blocks)", view.attention, ui.display(view.attention), "attention"),
-        ("VCC − exact", difference, ui.block_reduce(difference, factor, "absmax"), "error"),
+        ("Exact softmax", view.exact, drawn(view.exact), "attention"),
+        ("VCC (tiles = blocks)", view.attention, drawn(view.attention), "attention"),
+        ("VCC − exact", difference, drawn(difference, "absmax"), "error"),
     )
     cells: list[ui.GridCell | None] = []
     exports: dict[str, dict[str, Any]] = {}
@@ -119,7 +129,14 @@ def heatmaps(view: vcc_study.VccView, head: int, n: int, tokens: list[str] | Non
     st.caption(
         "Rows of one block are identical (their query is the block mean) and columns of one block share one value "
         "(their key is the block mean, counted s times by D). VIP rows are exact on VIP columns up to one "
-        "renormalising factor per row. " + ui.downsample_caption(n, factor)
+        "renormalising factor per row. "
+        + ui.downsample_caption(n, factor)
+        + (
+            " Positions drawn in cluster order (display only): VCC's blocks are runs of real positions, so its "
+            "tiles show as stripes; switch off “Order positions by cluster” in the sidebar to see them."
+            if order is not None
+            else ""
+        )
     )
 
 
@@ -128,7 +145,7 @@ def _budget_sweep(s: ui.Settings, controls: VccControls, work: SweepWork) -> lis
     sweep_key = controls.sweep_params()
     runs = vcc_study.sweep_runs(controls.budget_max)
     sweep_args = (s.spec, s.beta, ui.params_key(sweep_key), s.seed, controls.budget_max)
-    sweep_seconds = ui.estimate_seconds(runs * s.spec.heads * s.n**2)
+    sweep_seconds = vcc_study.sweep_seconds(runs, s.spec.heads, s.n)
     sweep = result_cache.get("vcc_error_sweep", sweep_args)
     if sweep is None and ui.state.within_limits(
         lambda: server_limits.check(
