@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from core import limits, registry
+from core.cancel import check
 from core.errors import ParameterError
 
 # attention() materialises n x n per batch element; above these it refuses.
@@ -329,6 +330,7 @@ def approximate(
     seed: every random draw of the method is derived from it.
     params: the method's parameters (see ``core.methods()[method].params``).
     """
+    check()  # every method call is a step of a page's loop: a closed tab stops it between calls
     spec = registry.get(method)
     input_dtype = _as_tensor(q, "q").dtype
     inputs = prepare_inputs(q, k, v, scale, seed)

@@ -4,6 +4,8 @@ A loop calls ``check(cancel)`` between steps; it raises ``Cancelled`` once someo
 ``token.cancel(reason)`` (from any thread) or once the token's deadline has passed. The deadline enforces
 ``ATTN_EXPLORER_JOB_SECONDS`` for jobs started by the app. A loop without an explicit token checks the thread's
 ambient one (``with active(token): ...``), so a job's whole call tree stops without threading the token through.
+Without an ambient token it asks the fallback that ``set_fallback`` installed (the app's: the token of the page run
+on this thread, cancelled once its browser tab closes), so work a page computes in its own thread stops too.
 """
 
 from __future__ import annotations
@@ -20,12 +22,24 @@ class Cancelled(Exception):
 
 
 class CancelToken:
-    """Thread-safe cancel flag with an optional deadline (seconds from creation, or from ``start()``)."""
+    """Thread-safe cancel flag with an optional deadline (seconds from creation, or from ``start()``).
 
-    def __init__(self, deadline: float | None = None) -> None:
+    ``watch``: asked on every check, returns a reason to cancel (or None): for a condition nobody signals, such as a
+    page run that was told to stop. ``parent``: this token is cancelled whenever the parent is.
+    """
+
+    def __init__(
+        self,
+        deadline: float | None = None,
+        *,
+        watch: Callable[[], str | None] | None = None,
+        parent: CancelToken | None = None,
+    ) -> None:
         if deadline is not None and not deadline > 0:
             raise ValueError(f"deadline must be a positive number of seconds, got {deadline!r}")
         self.deadline = deadline
+        self._watch = watch
+        self._parent = parent
         self._lock = threading.Lock()
         self._event = threading.Event()
         self._reason: str | None = None
@@ -55,6 +69,14 @@ class CancelToken:
     def cancelled(self) -> bool:
         if self._event.is_set():
             return True
+        if self._parent is not None and self._parent.cancelled:
+            self.cancel(self._parent.reason or "cancelled")
+            return True
+        if self._watch is not None:
+            reason = self._watch()
+            if reason is not None:
+                self.cancel(reason)
+                return True
         if self.deadline is not None and self.elapsed > self.deadline:
             self.cancel(
                 f"stopped after {self.deadline:g} s, the time limit of one job "
@@ -92,13 +114,26 @@ def active(token: CancelToken | None) -> Iterator[None]:
         _current.reset(reset)
 
 
+_fallback: Callable[[], CancelToken | None] | None = None
+
+
+def set_fallback(provider: Callable[[], CancelToken | None] | None) -> None:
+    """The token to check where no ambient token is active (``None`` removes it). The app installs one per page run."""
+    global _fallback
+    _fallback = provider
+
+
 def current() -> CancelToken | None:
-    return _current.get()
+    """The ambient token of this thread, else the fallback's token (None when there is neither)."""
+    token = _current.get()
+    if token is None and _fallback is not None:
+        token = _fallback()
+    return token
 
 
 def check(token: CancelToken | None = None) -> None:
     """Raise ``Cancelled`` if ``token`` (or, without one, the ambient token of this thread) was cancelled."""
-    token = token if token is not None else _current.get()
+    token = token if token is not None else current()
     if token is not None:
         token.check()
 
@@ -109,7 +144,7 @@ ProgressFn = Callable[[float, str], None]
 def checking(progress: ProgressFn | None, token: CancelToken | None) -> ProgressFn | None:
     """A progress callback that checks ``token`` on every report (and forwards to ``progress``)."""
     if token is None:
-        token = _current.get()
+        token = current()
     if token is None:
         return progress
 

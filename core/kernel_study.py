@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from core import kernels as K
+from core import limits
 from core.approximation import approximate
 
 FEATURE_GRID: tuple[int, ...] = (4, 8, 16, 32, 64, 128, 256)  # pair-level Monte Carlo
@@ -21,7 +22,9 @@ ATTENTION_FEATURES: tuple[int, ...] = (8, 16, 32, 64, 128, 256, 512, 1024)
 TAU_SWEEP: tuple[float, ...] = (0.1, 0.15, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 5.0, 7.0, 10.0)
 PENALTIES: tuple[float, ...] = (0.0, 0.01, 0.1, 1.0)
 TRIG_REDRAWS = 3
-SECONDS_PER_FIT_STEP = 0.02  # one Adam step of the trainable kernel at the page's sizes
+# One Adam step of the trainable kernel at the page's sizes (n = 256, d = 16, m = 16): 3 variants x 100 steps took
+# 3.9 s on the busy 2-core machine against 8 s estimated with 0.02 (benchmarks/limits_calibration.py).
+SECONDS_PER_FIT_STEP = 0.01
 
 ProgressFn = Callable[[float, str], None]
 
@@ -53,9 +56,15 @@ def kernel_mse_at_pair(
     return K.kernel_mse_curves(x, y, list(features), draws=draws, seed=seed, progress=progress)
 
 
+# Projection entries ``kernel_mse_at_pair`` draws per second (one thread: seeded draws, QR for orthogonal blocks).
+# 5e6 made the button's estimate a third of the time measured on the busy 2-core machine (6.5 s shown, 18 s taken;
+# about 7 s on a quiet one): 3.5e6 sits between the two until the table is regenerated on a quiet machine.
+MC_ENTRIES_PER_SECOND = 3.5e6
+
+
 def kernel_mse_seconds(d: int, draws: int, features: Sequence[int] = FEATURE_GRID) -> float:
-    """Rough CPU time of ``kernel_mse_at_pair`` (about 7 s at d = 16 and 1000 draws on the 2-core CI machine)."""
-    return len(K.KERNEL_VARIANTS) * draws * sum(features) * d / 5e6
+    """CPU time of ``kernel_mse_at_pair`` (benchmarks/limits_calibration.py)."""
+    return len(K.KERNEL_VARIANTS) * draws * sum(features) * d / MC_ENTRIES_PER_SECOND
 
 
 @dataclass(frozen=True)
@@ -100,6 +109,34 @@ def mse_ratio_map(angles: int = 90, lengths: int = 40) -> RatioMap:
 
 # ------------------------------------------------------------------------------------------------ attention level
 
+# Measured on the 2-core reference CPU while other work shared it (n = 512-1024, heads 2-4, d 64-256): the entry
+# bins took 300 ns + 1.5 ns x m per attention entry, redraw and variant (the dense Performer matrix, its float64
+# relative error, the per-bin medians), 2-3x less where the machine was quieter; the trig normalisers 2-6 ns per
+# (temperature x head x row x d x m x redraw). benchmarks/limits_calibration.py compares both with the estimates.
+ENTRY_NS_PER_ENTRY = 200.0
+ENTRY_NS_PER_ENTRY_FEATURE = 1.0
+TRIG_NS_PER_UNIT = 6.0
+CALL_SECONDS = 0.05
+
+
+def entry_estimate(n: int, heads: int, features: int, redraws: int) -> limits.Estimate:
+    """``core.kernels.entry_error_by_size`` on (heads, n, d): time and the float64 copies it holds at once."""
+    entries = float(heads) * n * n
+    per_draw = entries * (ENTRY_NS_PER_ENTRY + ENTRY_NS_PER_ENTRY_FEATURE * features) * 1e-9
+    seconds = len(K.KERNEL_VARIANTS) * redraws * (per_draw + CALL_SECONDS)
+    # The stacked relative errors of every redraw, their list, the exact matrix, sizes and bin indices.
+    return limits.Estimate(limits.BASE_BYTES + (2.0 * redraws + 6.0) * entries * 8, seconds)
+
+
+def trig_estimate(
+    n: int, heads: int, d: int, features: Sequence[int], taus: int = len(TAU_SWEEP), redraws: int = TRIG_REDRAWS
+) -> limits.Estimate:
+    """``trig_fraction``: every temperature at once, per feature count and redraw (float64 features of q and k)."""
+    rows = float(taus) * heads * n
+    seconds = sum(rows * d * m * redraws * TRIG_NS_PER_UNIT * 1e-9 + redraws * CALL_SECONDS for m in features)
+    nbytes = limits.BASE_BYTES + rows * (4.0 * d + 4.0 * max(features, default=1)) * 8
+    return limits.Estimate(nbytes, seconds)
+
 
 def trig_fraction(
     q: torch.Tensor,
@@ -143,10 +180,27 @@ def attention_study(
     return AttentionStudy(list(features), curves, K.mean_row_tv(elu.attention(), exact.attention()))
 
 
+# ``attention_study`` per variant, redraw and feature count: the dense n x n matrix phi(q) phi(k)^T is a GEMM
+# (n^2 m multiply-adds at ~1e10 per second) plus a few passes over its n^2 entries (TV, normalising). The previous
+# 2e8 multiply-adds per second made the button's estimate 28x the measured time (10.7 s shown, 0.4 s taken).
+ATTENTION_MACS_PER_SECOND = 1e10
+ATTENTION_SECONDS_PER_ENTRY = 10e-9
+
+
 def attention_seconds(n: int, heads: int, redraws: int, features: Sequence[int] = ATTENTION_FEATURES) -> float:
-    """Rough CPU time of ``attention_study``: the dense n x n attention of every variant costs n^2 m multiply-adds
-    (about 10 s at n = 256, 4 redraws on the 2-core CI machine)."""
-    return len(K.KERNEL_VARIANTS) * redraws * heads * n**2 * sum(features) / 2e8
+    """CPU time of ``attention_study`` (benchmarks/limits_calibration.py)."""
+    per_draw = heads * n**2 * (sum(features) / ATTENTION_MACS_PER_SECOND + len(features) * ATTENTION_SECONDS_PER_ENTRY)
+    return len(K.KERNEL_VARIANTS) * redraws * per_draw
+
+
+def attention_estimate(n: int, heads: int, redraws: int) -> limits.Estimate:
+    """``attention_study``: ``attention_seconds`` and the dense float32/float64 matrices it holds at once."""
+    return limits.Estimate(limits.BASE_BYTES + 8.0 * heads * n * n * 8, attention_seconds(n, heads, redraws))
+
+
+def kernel_mse_estimate(d: int, draws: int) -> limits.Estimate:
+    """``kernel_mse_at_pair``: ``kernel_mse_seconds``; memory is one chunk of stacked projections."""
+    return limits.Estimate(limits.BASE_BYTES + 6.0 * K.MC_CHUNK_ROWS * d * 8, kernel_mse_seconds(d, draws))
 
 
 # ------------------------------------------------------------------------------------------------ trainable kernel
@@ -169,9 +223,16 @@ def compare_on_inputs(
     )
 
 
-def comparison_seconds(variants: int, steps: int) -> float:
-    return (variants + 1) * steps * SECONDS_PER_FIT_STEP
+def fit_scale(n: int = 256, heads: int = 1, features: int = 16) -> float:
+    """A fit step's cost relative to the page's defaults: each step forms the n x n attention of every head."""
+    return max(1.0, heads * n * n * max(features, 16) / (256 * 256 * 16))
 
 
-def penalty_seconds(steps: int, penalties: Sequence[float] = PENALTIES) -> float:
-    return len(penalties) * steps * SECONDS_PER_FIT_STEP
+def comparison_seconds(variants: int, steps: int, n: int = 256, heads: int = 1, features: int = 16) -> float:
+    return (variants + 1) * steps * SECONDS_PER_FIT_STEP * fit_scale(n, heads, features)
+
+
+def penalty_seconds(
+    steps: int, penalties: Sequence[float] = PENALTIES, n: int = 256, heads: int = 1, features: int = 16
+) -> float:
+    return len(penalties) * steps * SECONDS_PER_FIT_STEP * fit_scale(n, heads, features)

@@ -50,6 +50,17 @@ CALL_SECONDS = 0.1
 # constant above, 200 ns per entry, made sweeps 22-115x too slow and refused ones that take a few seconds).
 SWEEP_FLOPS_PER_ELEMENT = 6.0
 SWEEP_MODEL_SPEEDUP = 4.0  # over ASSUMED_FLOPS_PER_SECOND: batched GEMMs, no views
+# Above n = 1024 a sweep's n x n rows leave the CPU's caches: the measured time per entry grew 1.6x at n = 2048 and
+# 2.4x at n = 4096 (lsh, performer, scatterbrain, 12 temperatures; 62 ns per entry there), so the default
+# Error vs entropy link at n = 4096 ran into the 60 s limit while estimated at 48 s. Charged as (n / 1024)^0.65.
+SWEEP_CACHE_N = 1024
+SWEEP_CACHE_EXPONENT = 0.65
+# Robust PCA is one LAPACK SVD of an n x n matrix per ALM iteration, far above the assumed rate: its model flops (the
+# maximum iteration count, 10 n^3 each) ran at 2.0e10 flop/s at n = 256, 1.1e10 at 128 and 4.8e9 at 64 on the 2-core
+# reference CPU with all 60 iterations (benchmarks/limits_calibration.py). Charged at 1.5e10, and one matrix at a
+# time in a sweep (no batching over temperatures): at the Regime map's oracle defaults (n = 256, 8 x 5 cells) 2.3x
+# the measured time, instead of 15x at the assumed rate.
+ROBUST_PCA_FLOPS_PER_SECOND = 1.5e10
 # Fixed overhead of a page run (interpreter, torch, the cached inputs), in bytes.
 BASE_BYTES = 64 * 2**20
 
@@ -134,6 +145,22 @@ def check(knob: str, value: Any, candidates: Iterable[Any], estimate: Callable[[
     raise ParameterError(knob, f"{value} would need {need.describe()}; {limits}; {advice}.")
 
 
+def check_knobs(knobs: Sequence[tuple[str, Any, Iterable[Any], Callable[[Any], Estimate]]]) -> Estimate:
+    """``check`` over several knobs, in order: (knob, value, candidates, estimate of that knob's value with the
+    others as set). A refusal names the first knob for which some smaller value fits; when none does, the last."""
+    if not knobs:
+        raise ValueError("check_knobs needs at least one knob")
+    first = knobs[0]
+    need = first[3](first[1])
+    if need.fits():
+        return need
+    for knob, value, candidates, estimate in knobs:
+        if largest_fitting([c for c in candidates if c <= value], estimate) is not None:
+            return check(knob, value, candidates, estimate)
+    knob, value, candidates, estimate = knobs[-1]
+    return check(knob, value, candidates, estimate)
+
+
 # ------------------------------------------------------------------ estimators
 
 
@@ -202,12 +229,15 @@ def sweep_estimate(
 
     per_chunk = max(1, min(points, CHUNK_ELEMENTS // max(1, batch * n * n)))
     calls = math.ceil(points / per_chunk)  # temperatures in a chunk run as one batched call
-    dense_seconds = batch * n * n * SWEEP_FLOPS_PER_ELEMENT / ASSUMED_FLOPS_PER_SECOND
+    spill = max(1.0, n / SWEEP_CACHE_N) ** SWEEP_CACHE_EXPONENT
+    dense_seconds = batch * n * n * SWEEP_FLOPS_PER_ELEMENT / ASSUMED_FLOPS_PER_SECOND * spill
     seconds = dense_seconds * points * rows  # exact attention
     peak = 0.0
     for method, params in methods.items():
         checked = _budget_or(method, n, d, params)
         model = method_estimate(method, n, d, batch, checked, dense=False).seconds - CALL_SECONDS
+        if method == "rpca":
+            model *= ASSUMED_FLOPS_PER_SECOND / ROBUST_PCA_FLOPS_PER_SECOND * SWEEP_MODEL_SPEEDUP
         per_point = model / SWEEP_MODEL_SPEEDUP + dense_seconds
         seconds += (per_point * points + CALL_SECONDS * calls) * rows
         peak = max(peak, method_estimate(method, n, d, batch, checked, dense=True).bytes * per_chunk)

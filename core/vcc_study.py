@@ -237,6 +237,18 @@ def sweep_runs(maximum: int) -> int:
     return 2 * len(SELECTORS) * len(sweep_budgets(maximum))
 
 
+# One VCC call in ``error_sweep``: a fixed part (the tree, the selection, Python) and a part per attention entry.
+# The page used 1/3e7 s per entry alone: 0.2 s shown, 0.8 s taken at n = 256, 3.9 s shown, 1.1 s taken at n = 1024
+# (benchmarks/limits_calibration.py).
+SWEEP_SECONDS_PER_RUN = 0.003
+SWEEP_SECONDS_PER_ENTRY = 1 / 1e8
+
+
+def sweep_seconds(runs: int, heads: int, n: int) -> float:
+    """The time ``error_sweep`` takes for ``runs`` VCC calls on (heads, n, d) (shown before its button)."""
+    return runs * (SWEEP_SECONDS_PER_RUN + heads * n * n * SWEEP_SECONDS_PER_ENTRY)
+
+
 # ----------------------------------------------------------------------------- cost (computed, not timed)
 
 

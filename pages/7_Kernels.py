@@ -35,14 +35,7 @@ def pair_tab(s: ui.Settings) -> None:
     panels.ratio_line(K.mse_ratio(pair.angle, pair.length))
     with st.expander("Where each kernel wins: the Performer paper's Fig. 2 (closed form)"):
         ui.show_figure(figs.ratio_map(study.mse_ratio_map(), pair.angle, pair.length), "mse_ratio_map", key="ratio")
-    mc_args = (s.d, pair.length, pair.angle, pair.draws, s.seed)
-    measured = panels.on_demand(
-        "kernels_mse_curves",
-        mc_args,
-        lambda job: study.kernel_mse_at_pair(*mc_args, progress=job),
-        study.kernel_mse_seconds(s.d, pair.draws),
-        f"Measure with {pair.draws} draws",
-    )
+    measured = panels.pair_measurement(s, pair.length, pair.angle, pair.draws)
     if measured is not None:
         fig = figs.kernel_mse(s.d, theory, measured)
         ui.show_figure(fig, "kernel_mse_vs_m", data=figs.kernel_mse_table(measured), key="mse", where=chart.container())
@@ -53,10 +46,11 @@ def pair_tab(s: ui.Settings) -> None:
 def entry_tab(s: ui.Settings) -> None:
     st.markdown(panels.ENTRY_TEXT)
     entry = entry_controls()
-    bins = panels.entry_bins(s.spec, s.beta, entry.features, entry.redraws, s.seed, s.device_name)
-    fig = figs.entry_error(bins, entry.features, s.tau)
-    ui.show_figure(fig, "error_by_entry_size", data=figs.entry_error_table(bins), key="entries")
-    panels.bin_counts(bins)
+    bins = panels.entry_bins(s, entry.features, entry.redraws)
+    if bins is not None:
+        fig = figs.entry_error(bins, entry.features, s.tau)
+        ui.show_figure(fig, "error_by_entry_size", data=figs.entry_error_table(bins), key="entries")
+        panels.bin_counts(bins)
     ui.finish_fragment(share=False)
 
 
@@ -65,10 +59,11 @@ def trig_tab(s: ui.Settings) -> None:
     st.markdown(panels.TRIG_TEXT)
     trig = trig_controls()
     if trig.features:
-        frac = panels.trig_fraction(s.spec, tuple(trig.features), trig.orthogonal, s.seed, s.device_name)
-        fig = figs.trig_nonpositive(frac, trig.features, study.TAU_SWEEP, s.tau)
-        data = figs.trig_nonpositive_table(frac, trig.features, study.TAU_SWEEP)
-        ui.show_figure(fig, "trig_nonpositive", data=data, key="trig")
+        frac = panels.trig_fraction(s, tuple(trig.features), trig.orthogonal)
+        if frac is not None:
+            fig = figs.trig_nonpositive(frac, trig.features, study.TAU_SWEEP, s.tau)
+            data = figs.trig_nonpositive_table(frac, trig.features, study.TAU_SWEEP)
+            ui.show_figure(fig, "trig_nonpositive", data=data, key="trig")
     else:
         st.info("Pick at least one feature count.")
     ui.finish_fragment(share=False)

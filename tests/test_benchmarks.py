@@ -299,10 +299,14 @@ def test_limits_calibration_benchmark_puts_both_estimates_beside_a_measured_swee
         # The estimate the server uses is above the measured time and below the previous one.
         assert row["measured_median_s"] < row["estimate_s"] < row["previous_estimate_s"]
         assert row["previous_largest_n"] < row["largest_n"] <= 4096
-    assert (
-        "| sweep | lsh, performer, scatterbrain | 512 | 4 | 12 |"
-        in (tmp_path / "limits_calibration_cpu_quick.md").read_text()
-    )
+    table = (tmp_path / "limits_calibration_cpu_quick.md").read_text()
+    assert "| sweep | lsh, performer, scatterbrain | 512 | 4 | 12 |" in table
+    # Button-started work: the estimate a page shows beside one measured run of the same call.
+    assert [row["page"] for row in result["buttons"]] == ["Kernels", "Kernels", "VCC"]
+    for row in result["buttons"]:
+        assert row["measured_s"] > 0 and row["estimate_s"] > 0
+        assert row["ratio"] == pytest.approx(row["estimate_s"] / row["measured_s"])
+    assert "| Kernels | Fit the kernels (3 variants, 100 steps) |" in table
 
 
 def test_first_chart_ab_times_the_chart_pages_and_summarises_both_trees() -> None:

@@ -254,3 +254,46 @@ def test_start_can_set_the_deadline() -> None:
         token.check()
     with pytest.raises(ValueError, match="deadline"):
         token.start(-1)
+
+
+def test_parent_and_watch_cancel_a_token() -> None:
+    parent = CancelToken()
+    child = CancelToken(parent=parent)
+    assert not child.cancelled
+    parent.cancel("the tab closed")
+    with pytest.raises(Cancelled, match="the tab closed"):
+        child.check()
+    stop: list[str] = []
+    watched = CancelToken(watch=lambda: stop[0] if stop else None)
+    watched.check()
+    stop.append("told to stop")
+    with pytest.raises(Cancelled, match="told to stop"):
+        watched.check()
+
+
+def test_the_fallback_token_stops_loops_without_an_ambient_token() -> None:
+    token = CancelToken()
+    installed = cancel._fallback  # the app's (ui.jobs.page_token) when ui was imported: put back afterwards
+    cancel.set_fallback(lambda: token)
+    try:
+        x = core.data.clustered(n=64, d=8, clusters=4, spread=0.3, seed=0)
+        sweeps.error_vs_entropy(x.q, x.k, x.v, ["performer"], taus=[1.0])  # runs while not cancelled
+        token.cancel("the page run was stopped")
+        with pytest.raises(Cancelled, match="the page run was stopped"):
+            sweeps.error_vs_entropy(x.q, x.k, x.v, ["performer"], taus=[1.0])
+        with pytest.raises(Cancelled):  # every method call checks, so page loops of their own stop too
+            core.approximate("performer", x.q, x.k, x.v)
+        with cancel.active(CancelToken()):  # an ambient token (a job's) takes precedence
+            core.approximate("performer", x.q, x.k, x.v)
+    finally:
+        cancel.set_fallback(installed)
+
+
+def test_kernel_entry_bins_and_trig_fractions_stop() -> None:
+    x = core.data.gaussian(n=256, d=16, seed=0, heads=2)
+    error, seconds = run_and_cancel(lambda t: kernels.entry_error_by_size(x.q, x.k, 1.0, 256, redraws=64))
+    assert isinstance(error, Cancelled) and seconds < STOP_BOUND_S
+    error, seconds = run_and_cancel(
+        lambda t: kernels.trig_nonpositive_fraction(x.q, x.k, [1.0] * 13, [256] * 64, redraws=64)
+    )
+    assert isinstance(error, Cancelled) and seconds < STOP_BOUND_S

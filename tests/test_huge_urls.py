@@ -79,6 +79,23 @@ CASES = {
     ),
     "rank_vs_heads_fact1_d64_n256": ("pages/6_Rank_vs_heads.py", {"dim": "64", "cpoints": "256"}, False),
     "regime_map_n4096_16x12": ("pages/4_Regime_map.py", {"n": "4096", "nb": "16", "ns": "12"}, False),
+    # Issue 28: this sweep ran into the 60 s limit with no chart; the Kernels link computed for over a minute.
+    "error_vs_entropy_n4096": ("pages/3_Error_vs_entropy.py", {"n": "4096"}, False),
+    "kernels_n1024_d256_heads16": (
+        "pages/7_Kernels.py",
+        {
+            "n": "1024",
+            "d": "256",
+            "heads": "16",
+            "draws": "5000",
+            "entry_m": "1024",
+            "entry_redraws": "8",
+            "att_redraws": "10",
+            "lk_m": "256",
+            "lk_steps": "400",
+        },
+        False,
+    ),  # fmt: skip
 }
 
 

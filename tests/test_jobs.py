@@ -343,7 +343,7 @@ def test_compare_at_large_n_runs_through_the_scheduler(tmp_path: Path, monkeypat
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert seen == ["run_method"]
-    assert at.dataframe  # the metrics table was drawn from the job's result
+    assert at.table  # the metrics table was drawn from the job's result
 
 
 EXIT_SCRIPT = """
@@ -465,3 +465,28 @@ def test_light_slots_come_from_the_environment_or_the_cores(
 ) -> None:
     monkeypatch.setenv("ATTN_EXPLORER_LIGHT_SLOTS", raw)
     assert jobs.light_slots() == (jobs.cores() if expected is None else expected)
+
+
+def test_the_page_token_stops_engine_loops_once_the_page_run_is_told_to_stop(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A closed tab makes Streamlit ask the session's script run to stop; work computed in the page thread (an
+    # st.cache_data call, a light job) checks the page token through core.cancel's fallback and stops too.
+    from types import SimpleNamespace
+
+    from streamlit.runtime.scriptrunner_utils import script_run_context
+    from streamlit.runtime.scriptrunner_utils.script_requests import ScriptRequests
+
+    import core
+    from core import cancel
+
+    ctx = SimpleNamespace(script_requests=ScriptRequests())
+    monkeypatch.setattr(script_run_context, "get_script_run_ctx", lambda suppress_warning=False: ctx)
+    x = core.data.clustered(n=64, d=8, clusters=4, spread=0.3, seed=0)
+    core.approximate("performer", x.q, x.k, x.v)  # runs while the page run goes on
+    assert jobs.page_token() is jobs.page_token()  # one token per script runner
+    ctx.script_requests.request_stop()
+    with pytest.raises(Cancelled, match="the page run was stopped"):
+        cancel.check()
+    with pytest.raises(Cancelled):
+        core.sweeps.error_vs_entropy(x.q, x.k, x.v, ["performer"], taus=[1.0])
+    child = cancel.CancelToken(deadline=60, parent=jobs.page_token())  # run_heavy's light path
+    assert child.cancelled

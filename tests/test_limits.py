@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import core
-from core import limits, profiling
+from core import limits, profiling, regime, sweeps
 from core import rank_heads as rh
 from core.errors import ParameterError
 
@@ -187,3 +187,71 @@ def test_compare_refusal_names_the_costly_method_when_no_n_fits() -> None:
         limits.sizes_up_to(4096), lambda n: limits.compare_estimate({"performer": {}, "lsh": {}}, n, 256, 16)
     )
     assert best is not None and f"the largest n that fits is {best}." in str(err.value)
+
+
+def test_error_vs_entropy_at_n_4096_is_refused_naming_n() -> None:
+    # /Error_vs_entropy?n=4096 (the sidebar caps heads at 2 there) ran into the 60 s limit with no chart: its n x n
+    # rows leave the CPU's caches, so the time per entry grows with n (SWEEP_CACHE_*).
+    estimators = {"lsh": {}, "performer": {}, "scatterbrain": {}}
+    with pytest.raises(ParameterError, match=r"the largest n that fits is (\d+)") as err:
+        limits.check("n", 4096, limits.sizes_up_to(4096), lambda n: limits.sweep_estimate(estimators, n, 64, 2, 12))
+    assert 2048 <= int(err.value.args[-1].split("the largest n that fits is ")[1].rstrip(".")) < 4096
+
+
+def test_check_knobs_names_the_first_knob_that_can_fit() -> None:
+    def cost(m: int, r: int, n: int) -> limits.Estimate:
+        return limits.Estimate(0, m * r * n / 1000)
+
+    knobs = lambda m, r, n: [  # noqa: E731
+        ("m", m, [8, 64, 512], lambda x: cost(x, r, n)),
+        ("redraws", r, range(1, 9), lambda x: cost(m, x, n)),
+        ("n", n, [64, 128, 256], lambda x: cost(m, r, x)),
+    ]
+    assert limits.check_knobs(knobs(8, 1, 64)).seconds < 60
+    with pytest.raises(ParameterError, match="the largest m that fits is 64"):
+        limits.check_knobs(knobs(512, 1, 256))
+    with pytest.raises(ParameterError, match="the largest redraws that fits is 2"):
+        limits.check_knobs(knobs(8, 8, 2560))  # no m fits (even 8 is too much), 2 redraws do
+    with pytest.raises(ParameterError, match="no n fits"):
+        limits.check_knobs(knobs(512, 8, 10**6))
+
+
+def test_the_kernels_issue_link_is_refused_and_its_defaults_run_at_once() -> None:
+    from core import kernel_study as study
+
+    # /Kernels?n=1024&d=256&heads=16&draws=5000&entry_m=1024&entry_redraws=8&att_redraws=10: every panel refused.
+    assert not study.entry_estimate(1024, 16, 1024, 8).fits()
+    assert not study.trig_estimate(1024, 16, 256, (16, 64, 256)).fits()
+    assert not study.attention_estimate(1024, 16, 10).fits()
+    assert not study.kernel_mse_estimate(256, 5000).fits()
+    # The page's defaults (n = 256, one head, d = 16) still draw without a button (under 3 s).
+    assert study.entry_estimate(256, 1, 64, 3).seconds < 3
+    assert study.trig_estimate(256, 1, 16, (16, 64, 256)).seconds < 3
+
+
+def test_oracle_regime_estimate_is_conservative_and_not_fifteen_times_over() -> None:
+    """Robust PCA's SVDs run far above the assumed rate: the oracle regime map is charged at its own rate (the
+    assumed one made the defaults 15x over and refused a map that takes about 14 s per seed)."""
+    n, betas, spreads = 128, [1.0, 5.0, 20.0, 50.0], [0.1, 0.5]
+    oracles = dict(sweeps.ORACLES)
+    params: dict[str, dict] = {m: {} for m in oracles.values()}
+    peak, seconds = measured(
+        lambda: regime.averaged_regime_map(
+            n=n, d=64, clusters=32, betas=betas, spreads=spreads, seeds=1, methods=oracles, fraction=1 / 8, seed=0,
+            method_params=params, device=torch.device("cpu"),
+        )
+    )  # fmt: skip
+    estimate = limits.regime_estimate(params, n, 64, len(betas), len(spreads), 1)
+    assert_conservative(estimate, peak, seconds)
+    assert estimate.seconds < 8 * seconds
+
+
+def test_the_oracle_regime_map_at_its_defaults_is_refused_naming_the_seeds() -> None:
+    params: dict[str, dict] = {m: {} for m in dict(sweeps.ORACLES).values()}
+    with pytest.raises(ParameterError, match="largest seeds that fits is 1"):
+        limits.check_knobs(
+            [
+                ("seeds", 3, range(1, 4), lambda k: limits.regime_estimate(params, 256, 64, 8, 5, k)),
+                ("n", 256, limits.sizes_up_to(256), lambda n: limits.regime_estimate(params, n, 64, 8, 5, 3)),
+            ]
+        )

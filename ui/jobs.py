@@ -392,6 +392,38 @@ def any_running() -> bool:
 # ------------------------------------------------------------------ the page side
 
 
+PAGE_TOKEN_ATTRIBUTE = "_attn_explorer_cancel"
+STOPPED_REASON = "the page run was stopped (the browser tab closed, or the run was stopped)"
+
+
+def page_token() -> CancelToken | None:
+    """The cancel token of the page run on this thread (None off a script thread), cancelled once the run is told
+    to stop: Streamlit asks a session's script run to stop when its browser tab closes, but the run only notices at
+    its next Streamlit call, so a long engine loop computing in the page thread would go on. The engine's loops
+    check this token (``core.cancel.set_fallback``). One token per script runner: a stopped runner never reruns.
+    """
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    ctx = get_script_run_ctx(suppress_warning=True)
+    if ctx is None:
+        return None
+    token = getattr(ctx, PAGE_TOKEN_ATTRIBUTE, None)
+    if token is None:
+        requests = ctx.script_requests
+
+        def stopped() -> str | None:
+            # Not a public API: where Streamlit renames it, page-thread work runs on as before (jobs still stop).
+            state = getattr(getattr(requests, "_state", None), "name", None)
+            return STOPPED_REASON if state == "STOP" else None
+
+        token = CancelToken(watch=stopped if requests is not None else None)
+        setattr(ctx, PAGE_TOKEN_ATTRIBUTE, token)
+    return token
+
+
+core_cancel.set_fallback(page_token)
+
+
 def _halt() -> None:
     """End this page run here, still drawing the page's footer (notices, share link), or the fragment's end."""
     import streamlit as st
@@ -477,14 +509,15 @@ def run_heavy(
     session_id = _session_id()
 
     if estimate_seconds is not None and estimate_seconds <= LIGHT_SECONDS:
-        token = CancelToken(deadline=job_seconds())
+        token = CancelToken(deadline=job_seconds(), parent=page_token())
         try:
             with core_cancel.active(token):
                 value = compute(Report(token))
         except Cancelled as exc:
             st.error(f"{title} stopped: {exc}")
             _halt()
-        result_cache.put_key(full, value)
+        if not token.cancelled:  # a stopped page run does not spend a second writing the cache
+            result_cache.put_key(full, value)
         return value
 
     widget = f"jobs_{full.replace(':', '_')[:40]}"  # one Cancel button per job, even with many on a page

@@ -40,6 +40,8 @@ import diskcache  # type: ignore[import-untyped]
 import numpy as np
 import torch
 
+from core import cancel as core_cancel
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DIR = ROOT / ".cache" / "results"
 DEFAULT_BYTES = 1024**3
@@ -449,7 +451,9 @@ def cached(name: str, key: Any, compute: Callable[[], T]) -> T:
     if hit is not None:
         return hit
     value = compute()
-    put(name, key, value)
+    token = core_cancel.current()
+    if token is None or not token.cancelled:  # a stopped page run (a closed tab) does not spend a second writing
+        put(name, key, value)
     return value
 
 

@@ -28,6 +28,7 @@ from core.approximators.performer import (
     safe_denominator,
     unnormalized_estimate,
 )
+from core.cancel import check
 from core.registry import MethodSpec, ParamSpec, register
 
 SUPPORTS = ("lsh", "local", "none")
@@ -166,13 +167,18 @@ class DenseSplit:
     def build(
         cls, inputs: AttentionInputs, params: dict[str, Any], phi_q: LogFeatures, phi_k: LogFeatures
     ) -> DenseSplit:
+        # Each pass below goes over every n x n entry (seconds at large n): a cancelled job stops between them.
         omega = support_mask(inputs, params)
+        check()
         logits = inputs.logits()
         low_rank_log = phi_q.log_shift + phi_k.log_shift
         on_support_max = logits.masked_fill(~omega, float("-inf")).amax(-1, keepdim=True)
         reference = torch.maximum(low_rank_log, on_support_max)
+        check()
         exact_part = torch.exp(logits - reference).masked_fill_(~omega, 0.0)
+        check()
         low_rank = (phi_q.psi @ phi_k.psi.transpose(-1, -2)).mul_(torch.exp(low_rank_log - reference))
+        check()
         denominator = safe_denominator(torch.where(omega, exact_part, low_rank).sum(-1, keepdim=True))
         return cls(omega, exact_part, low_rank, denominator, reference, logits, phi_q, phi_k)
 

@@ -48,6 +48,7 @@ def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[st
     monkeypatch.setenv("ATTN_EXPLORER_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("ATTN_EXPLORER_JOB_SECONDS", "300")
     monkeypatch.setenv("ATTN_EXPLORER_SLOTS", "1")
+    monkeypatch.setenv("ATTN_EXPLORER_WARMUP", "0")  # the start-up warm-up computes whenever the server is idle
     with streamlit_server() as running:
         yield running.url, psutil.Process(running.process.pid)
 

@@ -13,7 +13,7 @@ from core import kernel_study as study
 from core import kernels as K
 from core import limits
 from ui import compute, result_cache
-from ui.controls.kernels import LK_STEPS, FitControls
+from ui.controls.kernels import DRAWS, LK_STEPS, FitControls
 from ui.figures import kernels as figs
 
 AUTO_SECONDS = 3.0  # work estimated above this waits for its button: the first charts never wait long
@@ -103,6 +103,18 @@ def on_demand(name: str, key: Any, work: Callable[[Any], Any], seconds: float, l
     return None
 
 
+def pair_measurement(s: ui.Settings, length: float, angle: float, draws: int) -> list[K.KernelMSECurve] | None:
+    """The pair's Monte Carlo (cached): refused over the limits naming the draws that fit, else on demand."""
+    if not ui.state.within_limits(
+        lambda: limits.check("Feature draws", draws, DRAWS, lambda x: study.kernel_mse_estimate(s.d, x))
+    ):
+        return None
+    args = (s.d, length, angle, draws, s.seed)
+    work = lambda job: study.kernel_mse_at_pair(*args, progress=job)  # noqa: E731
+    seconds = study.kernel_mse_seconds(s.d, draws)
+    return on_demand("kernels_mse_curves", args, work, seconds, f"Measure with {draws} draws")
+
+
 def tensors(spec: compute.InputSpec, device_name: str, seed_offset: int = 0) -> study.QKV:
     if seed_offset:
         spec = compute.InputSpec(**{**spec.__dict__, "seed": spec.seed + seed_offset})
@@ -116,10 +128,28 @@ def ratio_line(ratio: float) -> None:
     st.markdown(f"At this pair MSE_trig / MSE_positive = **{ratio:.3g}** (same number of frequencies): {winner}")
 
 
-@st.cache_data(show_spinner="Binning the entries…", max_entries=16)
-def entry_bins(spec: compute.InputSpec, beta: float, m: int, redraws: int, seed: int, device: str) -> Any:
-    inputs = tensors(spec, device)
-    return K.entry_error_by_size(inputs.q, inputs.k, beta, m, redraws=redraws, seed=seed)
+def entry_bins(s: ui.Settings, m: int, redraws: int) -> K.EntryErrorBins | None:
+    """The entry bins (cached): refused over the limits, at once when cheap, else on a button (never computed in
+    the page run's own thread when heavy, where a closed tab could not stop it mid-call)."""
+    heads = s.spec.heads
+    if not ui.state.within_limits(
+        lambda: limits.check_knobs(
+            [
+                ("Features m", m, study.ATTENTION_FEATURES, lambda x: study.entry_estimate(s.n, heads, x, redraws)),
+                ("Redraws", redraws, range(1, 9), lambda x: study.entry_estimate(s.n, heads, m, x)),
+                ("n", s.n, limits.sizes_up_to(s.n), lambda x: study.entry_estimate(x, heads, m, 1)),
+            ]
+        )
+    ):
+        return None
+
+    def work(job: Any) -> K.EntryErrorBins:
+        inputs = tensors(s.spec, s.device_name)
+        return K.entry_error_by_size(inputs.q, inputs.k, s.beta, m, redraws=redraws, seed=s.seed)
+
+    key = (s.spec, s.beta, m, redraws, s.seed, s.device_name)
+    seconds = study.entry_estimate(s.n, heads, m, redraws).seconds
+    return on_demand("kernels_entry_bins", key, work, seconds, "Bin the entries")
 
 
 def bin_counts(bins: K.EntryErrorBins) -> None:
@@ -127,10 +157,27 @@ def bin_counts(bins: K.EntryErrorBins) -> None:
     st.caption("Entries per bin: " + ", ".join(f"{b}: {c}" for b, c in counts))
 
 
-@st.cache_data(show_spinner="Counting non-positive normalisers…", max_entries=16)
-def trig_fraction(spec: compute.InputSpec, ms: tuple[int, ...], orthogonal: bool, seed: int, device: str) -> Any:
-    inputs = tensors(spec, device)
-    return study.trig_fraction(inputs.q, inputs.k, ms, orthogonal=orthogonal, seed=seed)
+def trig_fraction(s: ui.Settings, ms: tuple[int, ...], orthogonal: bool) -> Any | None:
+    """Share of non-positive trig normalisers (cached): refused over the limits, on a button when heavy."""
+    heads, top = s.spec.heads, max(ms)
+    rest = [m for m in ms if m != top]
+    if not ui.state.within_limits(
+        lambda: limits.check_knobs(
+            [
+                ("Features m", top, ms, lambda x: study.trig_estimate(s.n, heads, s.d, [*rest, x])),
+                ("n", s.n, limits.sizes_up_to(s.n), lambda x: study.trig_estimate(x, heads, s.d, ms)),
+            ]
+        )
+    ):
+        return None
+
+    def work(job: Any) -> Any:
+        inputs = tensors(s.spec, s.device_name)
+        return study.trig_fraction(inputs.q, inputs.k, ms, orthogonal=orthogonal, seed=s.seed)
+
+    key = (s.spec, ms, orthogonal, s.seed, s.device_name)
+    seconds = study.trig_estimate(s.n, heads, s.d, ms).seconds
+    return on_demand("kernels_trig_fraction", key, work, seconds, "Count the non-positive normalisers")
 
 
 def attention_curves(s: ui.Settings, redraws: int) -> study.AttentionStudy | None:
@@ -141,6 +188,15 @@ def attention_curves(s: ui.Settings, redraws: int) -> study.AttentionStudy | Non
         return study.attention_study(inputs.q, inputs.k, inputs.v, s.beta, redraws, s.seed, progress=job)
 
     seconds = study.attention_seconds(s.n, s.spec.heads, redraws)
+    if not ui.state.within_limits(
+        lambda: limits.check_knobs(
+            [
+                ("Redraws", redraws, range(1, 11), lambda x: study.attention_estimate(s.n, s.spec.heads, x)),
+                ("n", s.n, limits.sizes_up_to(s.n), lambda x: study.attention_estimate(x, s.spec.heads, 1)),
+            ]
+        )
+    ):
+        return None
     key = (s.spec, s.beta, redraws, s.seed, s.device_name)
     return on_demand("kernels_attention_curves", key, work, seconds, "Run the Performer at every m")
 
@@ -165,7 +221,7 @@ def kernel_comparison(s: ui.Settings, fit: FitControls) -> K.KernelComparison | 
     if not ui.state.within_limits(lambda: limits.check("Steps", fit.steps, LK_STEPS, fit_estimate)):
         return None
     key = (s.spec, s.beta, fit.features, tuple(fit.variants), fit.steps, fit.penalty, fit.lr, s.seed, s.device_name)
-    seconds = study.comparison_seconds(len(fit.variants), fit.steps)
+    seconds = study.comparison_seconds(len(fit.variants), fit.steps, s.n, s.spec.heads, fit.features)
     return on_demand("kernels_comparison", key, work, seconds, "Fit the kernels")
 
 
@@ -180,7 +236,8 @@ def penalty_section(s: ui.Settings, fit: FitControls) -> None:
         )
 
     key = (s.spec, s.beta, fit.features, fit.steps, fit.lr, s.seed, s.device_name)
-    sw = on_demand("kernels_penalty_sweep", key, work, study.penalty_seconds(fit.steps), "Refit at every λ")
+    seconds = study.penalty_seconds(fit.steps, n=s.n, heads=s.spec.heads, features=fit.features)
+    sw = on_demand("kernels_penalty_sweep", key, work, seconds, "Refit at every λ")
     if sw is None:
         return
     c1, c2 = st.columns(2)
