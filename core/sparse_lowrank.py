@@ -8,7 +8,7 @@ L there, so before normalising it holds about 2 exp(q.k) on Omega (Performer's e
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -227,11 +227,15 @@ class Fig4Curves:
     grid: np.ndarray  # (G,) q.k for the theory lines
     theory: dict[str, np.ndarray]  # method -> (G,) Theorem 2 with the measured collision rate
     paper: dict[str, np.ndarray]  # lsh / scatterbrain with the paper's cross-polytope bound (L = 4, K = 23)
+    # method -> (B,) standard error of each point across draws (NaN with one draw): the estimators' squared errors
+    # are heavy-tailed, so a point from few draws can sit far from its line
+    stderr: dict[str, np.ndarray] = field(default_factory=dict)
 
     def table(self) -> dict[str, np.ndarray]:
-        """The measured points as export columns: bin centre, collision rate, one MSE column per method."""
+        """The measured points as export columns: bin centre, collision rate, MSE and its standard error per method."""
         columns = {"qk_bin_centre": self.centres, "collision_rate": self.collision}
         columns.update({f"mse_{name}": values for name, values in self.measured.items()})
+        columns.update({f"stderr_{name}": values for name, values in self.stderr.items()})
         return columns
 
 
@@ -246,6 +250,17 @@ def fig4_curves(res: dict[str, np.ndarray], d: int, m: int, bins: int = 20) -> F
         flat = values.mean(axis=0)
         return np.array([flat[which == b].mean() if np.any(which == b) else np.nan for b in range(len(centres))])
 
+    def stderr(values: np.ndarray) -> np.ndarray:
+        """Standard error across draws of each draw's bin mean (pairs of one draw share its features)."""
+        draws = values.shape[0]
+        if draws < 2:
+            return np.full(len(centres), np.nan)
+        out = []
+        for b in range(len(centres)):
+            per_draw = values[:, which == b].mean(axis=1) if np.any(which == b) else np.full(draws, np.nan)
+            out.append(per_draw.std(ddof=1) / np.sqrt(draws))
+        return np.array(out)
+
     grid = np.linspace(-1, 1, 201)
     collision = binned(res["collision"])
     collision_grid = np.interp(grid, centres, np.nan_to_num(collision))
@@ -254,6 +269,7 @@ def fig4_curves(res: dict[str, np.ndarray], d: int, m: int, bins: int = 20) -> F
     return Fig4Curves(
         centres=centres,
         measured={name: binned(res[f"sq_error_{name}"]) for name in names},
+        stderr={name: stderr(res[f"sq_error_{name}"]) for name in names},
         collision=collision,
         grid=grid,
         theory={

@@ -98,6 +98,7 @@ def sweep_section(s: ui.Settings, chosen: list[str], params: dict[str, dict[str,
         errors = res[metric]
         ui.show_figure(fig, "error_vs_entropy", data=table, key="sweep")
         st.markdown(crossover_text)
+        st.caption(f"{metric.capitalize()} error, **mean over the sweep's {len(res['betas'])} temperatures**:")
         cols = st.columns(max(1, len(chosen)))
         for col, method in zip(cols, chosen, strict=False):
             col.metric(
@@ -138,6 +139,7 @@ else:
         progress.empty()
         fig = figs.heads_scatter(table, chosen, {m: ui.method_label(m) for m in chosen}, metric)
         ui.show_figure(fig, "heads_error_vs_entropy", data=table, key="heads")
+        st.caption(f"{metric.capitalize()} error, **mean over the 72 heads**:")
         cols = st.columns(max(1, len(chosen)))
         for col, method in zip(cols, chosen, strict=False):
             part = table[table["method"] == method]

@@ -54,3 +54,13 @@ def test_the_numbers_behind_the_maps_are_sent_only_when_asked_for() -> None:
     assert not at.exception, [e.value for e in at.exception]
     table = at.dataframe[0].value
     assert len(table) == 4
+
+
+def test_the_maps_say_what_the_chosen_family_shows_and_what_red_means() -> None:
+    """At equal budget the estimators' sparse + low rank often loses (red); the oracles show the paper's Fig. 1."""
+    estimators = run(n="64", nb="2", ns="2", seeds="1")
+    assert not estimators.exception
+    assert any("Red gain cells" in i.value and "oracles" in i.value for i in estimators.info)
+    oracles = run(n="64", nb="2", ns="2", seeds="1", family="oracles")
+    assert not oracles.exception
+    assert any("paper's Fig. 1" in i.value and "Blue gain cells" in i.value for i in oracles.info)

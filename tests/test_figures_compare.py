@@ -100,9 +100,11 @@ def test_heatmap_grid_places_rows_and_columns_and_leaves_empty_cells_empty() -> 
     y_of = [tuple(fig.layout[f"yaxis{t.yaxis[1:]}"].domain) for t in fig.data]
     assert x_of[0] == x_of[3] and x_of[2] == x_of[4] and x_of[0][1] < x_of[1][0] < x_of[1][1] < x_of[2][0]
     assert y_of[0] == y_of[1] == y_of[2] and y_of[3] == y_of[4] and y_of[3][1] < y_of[0][0]
-    # tick labels of positions only in the first column (elsewhere they would sit on a colour bar)
+    # every map labels its own positions, with room left of it past the first column (the issue: maps without any)
     shown = [fig.layout[f"yaxis{t.yaxis[1:]}"].showticklabels for t in fig.data]
-    assert shown == [None, False, False, None, False]
+    assert shown == [None] * 5
+    colour_bar_right = x_of[0][1] + 0.005 + 0.02  # the first map's colour bar and a little of its labels
+    assert x_of[1][0] - colour_bar_right > 0.03
 
 
 def test_heatmap_grid_puts_a_real_models_tokens_on_the_axes_and_makes_room_for_them() -> None:

@@ -38,7 +38,7 @@ def test_switching_to_the_real_model_sets_its_temperature_and_budget_and_says_wh
     assert at.select_slider(key="tau").value == REAL_DEFAULTS["tau"] == 1.0
     assert at.select_slider(key="budget").value == REAL_DEFAULTS["budget"]
     assert REAL_NOTE in captions(at)
-    assert "features=13" in at.dataframe[0].value["parameters"].iloc[0]  # not 3, as at a 1/8 budget
+    assert "features=13" in captions(at)  # the parameters line under the metrics: not 3, as at a 1/8 budget
     error = float(at.metric[0].value)
     # ... and back: the synthetic defaults return.
     at.selectbox(key="input").set_value("clustered").run()

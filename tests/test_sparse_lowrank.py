@@ -41,10 +41,12 @@ def test_singular_values_are_float64_and_descending() -> None:
     np.testing.assert_allclose(got, [3.0, 2.0, 1.0])
 
 
-def test_fig4_table_has_one_row_per_bin_and_one_mse_column_per_method() -> None:
+def test_fig4_table_has_one_row_per_bin_and_one_mse_and_stderr_column_per_method() -> None:
     res = sparse_lowrank.fig4_measure(8, 8, 1, 4, 1, 32, False, 0)
     curves = sparse_lowrank.fig4_curves(res, 8, 8, bins=5)
     table = curves.table()
-    assert list(table) == ["qk_bin_centre", "collision_rate", "mse_performer", "mse_lsh", "mse_scatterbrain"]
+    methods = ("performer", "lsh", "scatterbrain")
+    assert list(table) == ["qk_bin_centre", "collision_rate", *(f"mse_{m}" for m in methods),
+                           *(f"stderr_{m}" for m in methods)]  # fmt: skip
     assert all(len(column) == 5 for column in table.values())
     np.testing.assert_array_equal(table["mse_lsh"], curves.measured["lsh"])

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.load import CHART_ELEMENTS, _run_async, app_server, stream_url
+from benchmarks.load import CHART_ELEMENTS, PLOTLY_COMPONENT, _run_async, app_server, stream_url
 from ui import serving
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,6 +45,9 @@ async def _run_and_send(base_url: str, messages: list[bytes]) -> tuple[list[list
                 kind = msg.WhichOneof("type")
                 if kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
                     element = str(msg.delta.new_element.WhichOneof("type"))
+                    if element == "bidi_component":  # the served app's Plotly figures are a component
+                        name = msg.delta.new_element.bidi_component.component_name
+                        element = "plotly_chart" if name == PLOTLY_COMPONENT else element
                     elements.append(element)
                     if element == "file_uploader":
                         upload_limits.add(msg.delta.new_element.file_uploader.max_upload_size_mb)

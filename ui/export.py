@@ -51,14 +51,45 @@ def _ensure_server() -> None:
     _STARTED = True
 
 
+MAP_EXTRA_PX = 150  # room beside square maps for the y title, tick labels and a colour bar outside the plot
+
+
+def _margins(fig: go.Figure) -> tuple[float, float, float, float]:
+    m = fig.layout.margin
+    return tuple(80.0 if v is None else float(v) for v in (m.l, m.r, m.t, m.b))  # type: ignore[return-value]
+
+
+def heatmap_width(fig: go.Figure, height: int) -> int | None:
+    """The export width at which a figure of square-pixel maps (heatmaps only) fills its width: each map as tall
+    as its row and no wider than it needs. None for other figures (they keep ``EXPORT_WIDTH``).
+
+    The page's width fits its columns; a fixed 900 px export of a one-column figure left each map far from its
+    colour bar (the issue's Compare PNG).
+    """
+    if not fig.data or any(trace.type != "heatmap" for trace in fig.data):
+        return None
+    left, right, top, bottom = _margins(fig)
+    plot_height = max(1.0, height - top - bottom)
+    need = 0.0
+    for trace in fig.data:
+        suffix_x, suffix_y = (trace.xaxis or "x")[1:], (trace.yaxis or "y")[1:]
+        x_domain = fig.layout[f"xaxis{suffix_x}"].domain or (0.0, 1.0)
+        y_domain = fig.layout[f"yaxis{suffix_y}"].domain or (0.0, 1.0)
+        rows, cols = (len(trace.z), len(trace.z[0])) if trace.z is not None and len(trace.z) else (1, 1)
+        map_px = (y_domain[1] - y_domain[0]) * plot_height * cols / rows
+        need = max(need, map_px / max(1e-6, x_domain[1] - x_domain[0]))
+    return int(min(EXPORT_WIDTH, max(300, need + left + right + MAP_EXTRA_PX)))
+
+
 def static_image(
     fig: go.Figure, fmt: Literal["png", "svg"], *, width: int | None = None, height: int | None = None
 ) -> bytes:
-    """The figure as drawn by Plotly itself: axes, title, colour bar and legend included."""
+    """The figure as drawn by Plotly itself: axes, title, colour bar and legend included. Maps are exported at
+    the width they fill (``heatmap_width``)."""
     if fmt not in ("png", "svg"):
         raise ValueError(f"format must be 'png' or 'svg', got {fmt!r}")
-    width = width or int(fig.layout.width or EXPORT_WIDTH)
     height = height or int(fig.layout.height or EXPORT_HEIGHT)
+    width = width or int(fig.layout.width or heatmap_width(fig, height) or EXPORT_WIDTH)
     with _LOCK, warnings.catch_warnings():
         # Plotly passes browser options that a running kaleido server ignores; the warning says only that.
         warnings.filterwarnings("ignore", message="The kopts argument is ignored", category=UserWarning)

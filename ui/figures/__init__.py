@@ -200,6 +200,7 @@ def heatmap(
         hover_label=hover_label,
     )
     xaxis, yaxis = heatmap_axes(x_label, y_label)
+    xaxis["constraintoward"] = "right"  # beside its colour bar when the figure is wider than the map (exports)
     token_ticks(trace, labels, factor, xaxis, yaxis)
     layout = {
         "title": {"text": title, "font": {"size": 14}},
@@ -234,6 +235,7 @@ GRID_TITLE_PX = 30
 GRID_AXES_PX = 44
 GRID_TOKENS_PX = 56  # more room below a row whose maps carry rotated token labels
 GRID_COLORBAR = 0.26  # share of a column's width kept for the map's colour bar and its tick labels
+GRID_TICKS = 0.045  # share of the figure's width left of a map past the first column, for its y tick labels
 
 
 def heatmap_grid(rows: Sequence[Sequence[GridCell | None]], *, columns: int, map_px: int | None = None) -> go.Figure:
@@ -265,6 +267,7 @@ def heatmap_grid(rows: Sequence[Sequence[GridCell | None]], *, columns: int, map
             k = len(traces) + 1
             x_name, y_name = ("x", "y") if k == 1 else (f"x{k}", f"y{k}")
             x0, x1 = column * width, column * width + width * (1 - GRID_COLORBAR)
+            x0 += GRID_TICKS if column and not cell.labels else 0.0  # room for this map's own position labels
             trace = heatmap_trace(
                 cell.z, kind=cell.kind, log=cell.log, factor=cell.factor, hover_label=cell.hover_label, name=cell.name
             )
@@ -273,11 +276,12 @@ def heatmap_grid(rows: Sequence[Sequence[GridCell | None]], *, columns: int, map
             )
             traces.append({**trace, "xaxis": x_name, "yaxis": y_name})
             xaxis, yaxis = heatmap_axes("key j" if cell.x_title else None, None)  # "query i": in the hover text
-            xaxis.update(domain=[x0 + 0.01, x1], anchor=y_name)
-            yaxis.update(domain=[y_bottom, y_top], anchor=x_name, scaleanchor=x_name)
-            token_ticks(trace, cell.labels, cell.factor, xaxis, yaxis)
-            if column:  # positions read off the first column; a tick label here would sit on a colour bar
-                yaxis["showticklabels"] = False
+            # Map against its colour bar and under its title at any width (an export wider than the page
+            # would otherwise centre it far from both).
+            xaxis.update(domain=[x0 + 0.01, x1], anchor=y_name, constraintoward="right")
+            yaxis.update(domain=[y_bottom, y_top], anchor=x_name, scaleanchor=x_name, constraintoward="top")
+            if token_ticks(trace, cell.labels, cell.factor, xaxis, yaxis) and column:
+                yaxis["showticklabels"] = False  # tokens read off the first column: words here would hit a colour bar
             layout[f"xaxis{'' if k == 1 else k}"] = xaxis
             layout[f"yaxis{'' if k == 1 else k}"] = yaxis
             annotations.append(
@@ -352,7 +356,8 @@ def presenter_figure(fig: go.Figure, size: int = PRESENTER_FONT) -> go.Figure:
     )
     big.update_xaxes(title_font_size=size, tickfont_size=round(size * 0.9))
     big.update_yaxes(title_font_size=size, tickfont_size=round(size * 0.9))
-    big.update_annotations(font_size=size)
+    # Map titles over a grid's narrow columns: the title size, or a long one runs past the chart's edge.
+    big.update_annotations(font_size=round(size * 0.8) if narrow else size)
     big.update_traces(colorbar_tickfont_size=round(size * 0.9), selector={"type": "heatmap"})
     if big.layout.height is not None:
         big.update_layout(height=round(big.layout.height * 1.25))
@@ -392,12 +397,13 @@ def show_figure(
     if presenter_mode():
         fig = presenter_figure(fig)
     plotly_chart(fig, key=f"chart_{key}", config=PLOTLY_CONFIG, where=where)
-    row = where.columns([4, 1]) if caption else [where, where]
+    # Caption and menu share a row that wraps: fixed columns cut the button to "E…" in a half-width chart.
+    row = where.container(horizontal=True, gap="small") if caption else where
     if caption:
-        row[0].caption(caption)
+        row.caption(caption)
     # The menu's buttons are built only while it is open: closed, a figure costs one element, not seven download
     # registrations in Streamlit's media-file manager on every rerun (a Compare rerun draws seven figures).
-    menu = row[1].popover("Export", icon=":material/download:", width="content", key=f"export_{key}", on_change="rerun")
+    menu = row.popover("Export", icon=":material/download:", width="content", key=f"export_{key}", on_change="rerun")
     with menu:
         if menu.open:
             if parts:

@@ -15,6 +15,7 @@ from plotly.subplots import make_subplots
 from core import compare
 from ui.compute import block_reduce
 from ui.figures import GridCell, heatmap_grid, line_figure, method_colour
+from ui.figures.axes import use_decades
 
 # ------------------------------------------------------------------ Compare
 
@@ -179,6 +180,8 @@ def sweep_figure(
                     "output_error": result["output"][method][t],
                 }
             )
+    if log_y:  # two labelled ticks at least, whatever the errors' span
+        use_decades(fig, "y", [v for m in methods for v in np.ravel(errors[m])])
     text = crossover_text(entropy, errors, methods, labels, fig)
     fig.add_vline(
         x=current_entropy,

@@ -13,31 +13,16 @@ from core import rank_heads as rh
 from core.rank_heads_study import FACT1_EXPONENTS, Cell, FactOneCurve, Reference, TheoremShapes
 from ui.figures import PALETTE
 from ui.figures.axes import use_decades
+from ui.figures.contrast import cell_text_colours
 
+GRID_SCALE = "YlOrRd"
 REFERENCE_COLOURS = {"full_rank": "#111", "construction": "#777", "midpoint": "#c0392b", "degree1_floor": "#e67e22"}
 
 
 def log_axis(fig: go.Figure, axis: str, values: Any, ticks: Sequence[float] | None = None) -> go.Figure:
-    """A decade-labelled log axis. Under one decade (no decade label to show) the labels are ``ticks`` (e.g. the
+    """A log axis with two labels at least (``ui.figures.axes.decade_axis``): decades, else ``ticks`` (e.g. the
     head counts plotted) or round numbers 1, 2, 3, 5 × 10^k, never Plotly's crowded minor-digit labels."""
-    finite = [v for v in finite_values(values) if v > 0]
-    use_decades(fig, axis, finite)
-    span = math.log10(max(finite)) - math.log10(min(finite)) if finite else 1.0
-    update = fig.update_xaxes if axis == "x" else fig.update_yaxes
-    if span > 6:  # many decades: a label every few, and no minor ticks (they would fill the axis)
-        update(dtick=math.ceil(span / 5), minor={"ticks": ""})
-    if span >= 1:
-        return fig
-    low, high = min(finite) / 1.05, max(finite) * 1.05
-    chosen = sorted({float(t) for t in ticks}) if ticks else []
-    exponents = range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
-    for digits in ((1, 2, 3, 5), tuple(range(1, 10))):
-        if len(chosen) >= (1 if ticks else 3):
-            break
-        chosen = [round(m * 10.0**e, 12) for e in exponents for m in digits if low <= m * 10.0**e <= high]
-    labels = [f"{t:.3g}" for t in chosen]
-    update(tickmode="array", tickvals=chosen, ticktext=labels, minor={"ticks": ""})  # minor ticks crowd a short axis
-    return fig
+    return use_decades(fig, axis, [v for v in finite_values(values) if v > 0], ticks)
 
 
 def colour(index: int) -> str:
@@ -73,19 +58,38 @@ def grid_heatmap(d: int, errors: Mapping[Cell, float]) -> go.Figure:
     for (r, h), error in errors.items():
         z[rs.index(r), hs.index(h)] = error
     xs, ys = [math.log2(h) for h in hs], [math.log2(r) for r in rs]
+    logged = np.log10(np.clip(z, 1e-6, None))
+    text = np.vectorize(lambda v: "" if np.isnan(v) else f"{v:.3f}")(z) if z.size else z
+    # One colour range for the cells and their text colours (a single cell sits mid-scale, as Plotly draws it).
+    finite = logged[np.isfinite(logged)]
+    low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    low, high = (low - 0.5, high + 0.5) if high - low < 1e-9 else (low, high)
     fig = go.Figure(
         go.Heatmap(
             x=xs,
             y=ys,
-            z=np.log10(np.clip(z, 1e-6, None)),
-            text=np.vectorize(lambda v: "" if np.isnan(v) else f"{v:.3f}")(z) if z.size else z,
-            texttemplate="%{text}",
-            textfont={"color": "black", "size": 14},
-            colorscale="YlOrRd",
+            z=logged,
+            text=text,
+            colorscale=GRID_SCALE,
+            zmin=low,
+            zmax=high,
             colorbar={"title": "log10 error"},
             hovertemplate="H = 2^%{x:.0f}, r = 2^%{y:.0f}<br>log10 error %{z:.2f}<extra></extra>",
         )
     )
+    if finite.size:
+        # The numbers as a text layer: black on light cells, white on dark ones (WCAG AA), per cell.
+        colours = cell_text_colours(logged, GRID_SCALE, low, high)
+        cells = [(i, j) for i in range(len(rs)) for j in range(len(hs)) if text[i][j]]
+        fig.add_scatter(
+            x=[xs[j] for _, j in cells],
+            y=[ys[i] for i, _ in cells],
+            text=[text[i][j] for i, j in cells],
+            mode="text",
+            textfont={"color": [colours[i][j] for i, j in cells], "size": 14},
+            hoverinfo="skip",
+            showlegend=False,
+        )
     if xs:
         x_span = np.linspace(min(xs) - 0.5, max(xs) + 0.5, 50)
         for power, dash in zip(FACT1_EXPONENTS, ("solid", "dash", "dot"), strict=True):

@@ -45,19 +45,29 @@ def metrics_section(
             st.error(f"{labels[method]}: {res.error_message}")
     rows = figs.metric_rows(results, labels, s.heads * s.n * s.n, times)
     best = figs.best_error(rows)
+    over = f"mean over {s.heads} heads" if s.heads > 1 else "of the one head"
+    if rows:  # what the numbers average over, next to them (the maps below show one head)
+        shown = f"; the maps below show head {s.head} alone" if s.heads > 1 else ""
+        st.caption(f"Relative attention error, **{over}**{shown}.")
     for col, row in zip(st.columns(max(1, len(rows))), rows, strict=False):
         col.metric(
             row["method"],
             f"{row['attention error']:.3f}",
             delta="best" if best is not None and row["attention error"] == best else None,
             delta_color="off",
-            help="Relative Frobenius error of the attention matrix, mean over heads.",
+            help=f"Relative Frobenius error of the attention matrix, {over}.",
         )
     table = pd.DataFrame(rows)
     if not rows:
         return table
-    number_format = {c: st.column_config.NumberColumn(format="%.4g") for c in figs.number_columns(table)}
-    table_where.dataframe(table, hide_index=True, width="stretch", column_config=number_format)
+    # A grid beside the exact map cuts its columns at 1280 px: a static table that wraps, without the long
+    # parameter lists (the metrics CSV below has them).
+    shown = table.drop(columns=["parameters"], errors="ignore")
+    table_where.table(shown.style.format("{:.4g}", subset=figs.number_columns(shown)).hide(axis="index"))
+    if "parameters" in table:  # what each method ran with at this budget, as a wrapping line under the table
+        table_where.caption(
+            "Parameters: " + "; ".join(f"**{r['method']}** {r['parameters']}" for r in rows if r.get("parameters"))
+        )
     exact_warm = timing.warm_timing(s.spec, s.beta, s.device_name, "exact", (), s.seed) if warm else None
     exact_time = timing.describe(exact_warm, exact.seconds)
     table_where.caption(
@@ -83,10 +93,14 @@ def exact_cell(s: ui.Settings, exact: Any, resolution: int, log_colour: bool) ->
     """The exact attention heatmap of the shown head; returns its display block size."""
     head = s.head
     base_factor = 1 if not exact.reduced else ui.block_factor(s.n)
-    shown, factor = figs.shrink(s.sorted(exact.attention[head]), resolution, base_factor, "max")
+    in_order = exact.attention_in_cluster_order
+    drawn = s.sorted(exact.attention[head], None if in_order is None else in_order[head])
+    shown, factor = figs.shrink(drawn, resolution, base_factor, "max")
     fig = ui.heatmap(shown, "Exact softmax", factor=factor, log=log_colour)
     extra = downloads.heatmap_exports(s, "exact", {}, head, "attention", shown, log_colour)
     ui.show_figure(fig, "exact_attention", key="exact", **extra)
+    if s.order_note():
+        st.caption(s.order_note())
     model = s.inputs().model_attention if s.spec.source == "real" else None
     if model is not None and s.tau == 1.0:
         gap = float(np.abs(model[head] - exact.attention[head]).max())
@@ -114,9 +128,17 @@ def method_cells(
     for start in range(0, len(ok), 3):
         for column, method in zip(st.columns(3), ok[start : start + 3], strict=False):
             res, label = results[method], labels[method]
-            attention, factor = figs.shrink(s.sorted(res.attention[head]), resolution, res.factor, "max")
-            error, _ = figs.shrink(s.sorted(res.error[head]), resolution, res.factor, "absmax")
-            title = f"error {res.metrics['attention_error'][head]:.3f} · KL {res.metrics['row_kl'][head]:.3f}"
+            in_order = res.in_cluster_order or {}
+            drawn = {
+                kind: s.sorted(getattr(res, kind)[head], in_order[kind][head] if kind in in_order else None)
+                for kind in ("attention", "error")
+            }
+            attention, factor = figs.shrink(drawn["attention"], resolution, res.factor, "max")
+            error, _ = figs.shrink(drawn["error"], resolution, res.factor, "absmax")
+            # This head's own numbers (the tiles above average over heads): the title says which head.
+            title = (
+                f"head {head}: error {res.metrics['attention_error'][head]:.3f} · KL {res.metrics['row_kl'][head]:.2f}"
+            )
             fig = figs.method_figure(label, attention, error, factor, log_colour, title)
             parts = {
                 f"{label}: {kind}": downloads.heatmap_exports(s, method, params[method], head, kind, shown, log_colour)
