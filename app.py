@@ -10,6 +10,7 @@ import streamlit as st
 
 import ui
 from core import device as core_device
+from ui import home
 from ui import lessons as ui_lessons
 from ui.presets import PRESETS
 
@@ -32,45 +33,37 @@ ui.explain(
     r"H = -\frac{1}{n}\sum_{i,j} A_{ij}\ln A_{ij}",
 )
 
+# Links are anchors that open in this tab (ui/home.py); a markdown link would open a new one.
 st.subheader("Start here: preset links")
-base = ""
-try:
-    base = (st.context.url or "").rstrip("/")
-except Exception:  # noqa: BLE001 - no browser context (tests)
-    base = ""
 cols = st.columns(2)
 for index, preset in enumerate(PRESETS):
-    target = f"{preset.page}?{preset.query}" if preset.query else preset.page
-    url = f"{base}/{target}" if base else target
     with cols[index % 2].container(border=True):
-        st.markdown(f"**[{preset.title}]({url})**  \n{preset.text}")
-        st.caption(f"`{target}`")
+        st.markdown(home.preset_html(preset), unsafe_allow_html=True)
+        st.caption(f"`{home.preset_target(preset)}`")
 
 st.subheader("Guided lessons")
-st.caption("Each lesson walks a class through a few views with Next and Previous; the link keeps the step.")
+st.caption(
+    "In teaching order. Each lesson walks a class through a few views with Next and Previous; the link keeps the step."
+)
 lesson_cols = st.columns(3)
 for index, lesson in enumerate(ui_lessons.lessons().values()):
     with lesson_cols[index % 3].container(border=True):
-        st.markdown(f"**[{lesson.title}]({lesson.step_url(0)})**  \n{lesson.summary}")
+        st.markdown(home.lesson_html(lesson), unsafe_allow_html=True)
         st.caption(f"{len(lesson.steps)} steps · {lesson.source}")
 
 st.subheader("Pages")
-st.markdown(
-    "- **Compare**: exact attention next to each method's heatmap and error map, with a metrics table.\n"
-    "- **Sparse plus low rank**: Scatterbrain's split — LSH buckets, support, sparse and low-rank parts, the "
-    "naive double-counting sum, the robust-PCA oracle, the spectrum, and the paper's Fig. 4.\n"
-    "- **Error vs entropy**: a temperature sweep with the crossover marked (or 72 heads of the real model).\n"
-    "- **Regime map**: which method wins over (β, σ), and by how much sparse + low rank helps."
-)
+st.markdown(home.page_list_html(home.page_entries()), unsafe_allow_html=True)
 st.subheader("For teachers: lesson links")
 st.markdown(
     "Set up a page, copy its link from **Share this view** in the sidebar, and add `lesson=1&hide=...` with the "
     "controls students should not touch, for example `&lesson=1&hide=seed,device,n,d,heads,budget`. Hidden "
     "controls keep the link's values; everything else stays live. Any control's URL name works in `hide` "
-    "(hover a control's ❔ to see what it does; the share box shows the names in use)."
+    "(hover a control's :material/help: to see what it does; the share box shows the names in use)."
 )
 st.info(
     f"Computing on **{core_device.describe(s.device_used)}**. Available devices: "
     f"{', '.join(core_device.available_devices())}."
 )
+with st.expander("Running your own copy"):
+    st.markdown(home.OWN_COPY)
 ui.finish()

@@ -31,6 +31,7 @@ def _valid() -> dict[str, object]:
         "title": "T",
         "summary": "S",
         "source": "P",
+        "order": 1,
         "steps": [{"title": "a", "text": "b", "page": "Compare", "params": {"tau": "0.2", "methods": ["lsh"]}}],
     }
 
@@ -46,6 +47,10 @@ def _valid() -> dict[str, object]:
         (lambda d: d.update(steps=[]), "1 to 20"),
         (lambda d: d.pop("title"), "'title'"),
         (lambda d: d["steps"][0].update(text="x" * 5000), "at most 1200"),
+        (lambda d: d.pop("order"), "'order'"),
+        (lambda d: d.update(order=True), "'order'"),
+        (lambda d: d.update(order=0), "'order'"),
+        (lambda d: d.update(order="1"), "'order'"),
     ],
 )
 def test_invalid_lessons_are_refused_with_the_field_named(change, fragment: str) -> None:  # type: ignore[no-untyped-def]
@@ -54,6 +59,18 @@ def test_invalid_lessons_are_refused_with_the_field_named(change, fragment: str)
     change(data)
     with pytest.raises(lessons.LessonError, match=fragment.replace("(", r"\(")):
         lessons.parse_lesson("ok", data)
+
+
+def test_lessons_come_in_teaching_order_the_introduction_first() -> None:
+    found = lessons.lessons()
+    assert next(iter(found)) == "temperature"  # the introduction, although it sorts last by name
+    assert [lesson.order for lesson in found.values()] == sorted(lesson.order for lesson in found.values())
+
+
+def test_two_lessons_in_the_same_place_are_refused() -> None:
+    one, two = lessons.parse_lesson("one", _valid()), lessons.parse_lesson("two", _valid())
+    with pytest.raises(lessons.LessonError, match="'one' and 'two' both have order = 1"):
+        lessons.in_teaching_order([one, two])
 
 
 def test_step_links_carry_settings_lesson_mode_and_position() -> None:

@@ -8,7 +8,7 @@ A page (``pages/N_Title.py``, auto-discovered; never call ``st.navigation``) loo
     import streamlit as st
     import ui
 
-    ui.page("Compare", icon="🔍")            # FIRST: page config + URL-state bookkeeping for this run
+    ui.page("Compare", icon=":material/compare:")  # FIRST: page config + URL-state bookkeeping for this run
     s = ui.sidebar()                          # the shared sidebar -> ui.Settings (every control in the URL)
                                               # (a page with its own controls calls ui.navigation(st.sidebar))
     ui.explain("Two or three plain sentences for a student.", r"\\mathrm{softmax}(\\beta QK^\\top)")
@@ -74,6 +74,12 @@ Explanations
 Lesson mode
     ``?lesson=1&hide=seed,device,n`` hides those controls (any key, including page controls and method knobs);
     hidden controls keep the link's values. Nothing to do in a page: every ``ui`` control honours it.
+
+Presenter view
+    ``?present=1``: no sidebar, larger text, and the first chart or table of the page (and of each fragment, tab or
+    expander) drawn first, under the title; the intro and controls follow it (``PRESENTER_CSS``). Nothing to do in a
+    page, but a wide ``st.dataframe`` there scrolls columns out of view: draw a static ``st.table`` instead when
+    ``ui.presenter_mode()``.
 
 Temperature convention: logits = q.k / tau, beta = 1/tau. Synthetic inputs: ``scale=s.beta``. Real model:
 q is pre-scaled, so tau = 1 is the model's own attention, and ``scale=s.beta`` again.
@@ -205,25 +211,36 @@ __all__ = [
 ]
 
 
-# Presenter view: no sidebar, and every font (Streamlit sizes text in rem) larger for a projector.
+# Presenter view: no sidebar, and every font (Streamlit sizes text in rem) larger for a projector. The main chart
+# comes first: in each block (the page, a fragment, a tab; not inside columns) the first child holding a chart or a
+# table moves up by CSS order, just under the title row, so on a 1280 x 720 screen it is in view before the intro
+# and controls (they follow it). The exit link sits in the title row, in the page flow, so it covers nothing.
 PRESENTER_CSS = """<style>
 html {font-size: 21px;}
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"]
   {display: none !important;}
 [data-testid="stMetricValue"] {font-size: 2.4rem;}
-[data-testid="stMainBlockContainer"] {padding-top: 3rem; max-width: 100%;}
-.ae-exit-present {position: fixed; bottom: 0.5rem; right: 0.8rem; z-index: 999990; font-size: 0.7rem;
-  padding: 0.2rem 0.6rem; border-radius: 0.4rem; background: rgba(255, 255, 255, 0.9); color: inherit;
-  border: 1px solid rgba(151, 166, 195, 0.6); text-decoration: none;}
+[data-testid="stMainBlockContainer"] {padding-top: 3.9rem; max-width: 100%;}
+:has(> .st-key-ae_present_top) {order: -2;}
+.st-key-ae_present_top h1 {padding: 0; font-size: 2.2rem;}
+[data-testid="stMain"] [data-testid="stVerticalBlock"]:not([data-testid="stColumn"] *)
+  > :nth-child(1 of :has([data-testid="aePlotlyChart"], [data-testid="stPlotlyChart"], [data-testid="stDataFrame"],
+  [data-testid="stTable"])) {order: -1;}
+.ae-exit-present {font-size: 0.7rem; padding: 0.2rem 0.6rem; border-radius: 0.4rem; color: inherit;
+  border: 1px solid rgba(151, 166, 195, 0.6); text-decoration: none; white-space: nowrap;}
 </style>"""
 
 
-# Every page: Streamlit's own page list hidden (the shared sidebar draws links that keep the settings), and metric
-# labels wrapped instead of cut ("LSH sparse (Reformer/SMYRF)" ended in "…" on a 1280 px screen).
+# Every page: Streamlit's own page list hidden (the shared sidebar draws links that keep the settings), metric
+# labels wrapped instead of cut ("LSH sparse (Reformer/SMYRF)" ended in "…" on a 1280 px screen), and a
+# multiselect's chips wrapped onto more lines instead of scrolled out of a narrow field ("nystro…").
 PAGE_CSS = """<style>
 [data-testid='stSidebarNav'], [data-testid='stSidebarNavSeparator'] {display: none;}
 [data-testid='stMetricLabel'], [data-testid='stMetricLabel'] * {white-space: normal !important;
   overflow: visible !important; text-overflow: clip !important; height: auto !important;}
+[data-testid='stMultiSelectTagsContainer'] {flex-wrap: wrap !important; overflow: visible !important;
+  height: auto !important;}
+div:has(> [data-testid='stMultiSelectTagsContainer']) {height: auto !important; max-height: none !important;}
 </style>"""
 
 
@@ -244,12 +261,16 @@ def page(title: str, icon: str = ":material/insights:", url_path: str | None = N
     if state.presenter_mode():
         st.html(PRESENTER_CSS)
         kept = [(k, v) for k, values in state._raw_params().items() if k != state.PRESENT_KEY for v in values]
-        st.markdown(
+        top = st.container(horizontal=True, vertical_alignment="center", key="ae_present_top")
+        top.title(title)
+        top.markdown(
             f'<a class="ae-exit-present" href="?{html.escape(urllib.parse.urlencode(kept, safe=",/"), quote=True)}" '
             'target="_self">Exit presenter view</a>',
             unsafe_allow_html=True,
+            width="content",
         )
-    st.title(title)
+    else:
+        st.title(title)
     page_state = state.begin_page(title, url_path if url_path is not None else title.replace(" ", "_"))
     lessons.lesson_panel(state._plain_param(state.GUIDE_KEY), state._plain_param(state.STEP_KEY))
     return page_state

@@ -1,6 +1,7 @@
 """Guided lessons: short sequences of steps, each a page plus the settings that show the point.
 
-A lesson is data, one TOML file per lesson in ``assets/lessons/`` (the file name is the lesson's id). The URL keeps
+A lesson is data, one TOML file per lesson in ``assets/lessons/`` (the file name is the lesson's id; its ``order``, a
+whole number unique among the lessons, places it in the teaching order Home lists them in). The URL keeps
 the lesson and the step (``?guide=temperature&step=2``) beside the step's own settings, so a link opens a class at
 the same place. Next and Previous are plain links to the neighbouring step's URL: opening one starts the page from
 that URL, exactly as a student who pasted it would.
@@ -24,6 +25,7 @@ GUIDE_KEY = "guide"
 STEP_KEY = "step"
 _ID = re.compile(r"[a-z0-9_]{1,40}")
 _PARAM = re.compile(r"[A-Za-z0-9_]{1,40}")
+MAX_ORDER = 999
 
 
 class LessonError(ValueError):
@@ -46,6 +48,7 @@ class Lesson:
     summary: str
     source: str
     steps: tuple[Step, ...]
+    order: int  # place in the teaching order (1 = first)
 
     def step_query(self, index: int) -> str:
         """The query string of step ``index`` (0-based): its settings, lesson mode, and the guide position."""
@@ -125,12 +128,16 @@ def parse_lesson(lesson_id: str, raw: dict[str, Any]) -> Lesson:
                 hide=tuple(hide),
             )
         )
+    order = raw.get("order")
+    if isinstance(order, bool) or not isinstance(order, int) or not 1 <= order <= MAX_ORDER:
+        raise LessonError(f"{where}: 'order' must be a whole number from 1 to {MAX_ORDER} (its place in the list)")
     return Lesson(
         id=lesson_id,
         title=_text(raw, "title", where, 120),
         summary=_text(raw, "summary", where, 400),
         source=_text(raw, "source", where, 400),
         steps=tuple(steps),
+        order=order,
     )
 
 
@@ -142,10 +149,20 @@ def load_lesson_file(path: Path) -> Lesson:
     return parse_lesson(path.stem, raw)
 
 
+def in_teaching_order(found: list[Lesson]) -> dict[str, Lesson]:
+    """The lessons by id, ordered by their ``order`` field; two lessons with the same place are refused."""
+    taken: dict[int, str] = {}
+    for lesson in found:
+        if lesson.order in taken:
+            raise LessonError(f"lessons '{taken[lesson.order]}' and '{lesson.id}' both have order = {lesson.order}")
+        taken[lesson.order] = lesson.id
+    return {lesson.id: lesson for lesson in sorted(found, key=lambda lesson: lesson.order)}
+
+
 @lru_cache(maxsize=1)
 def lessons() -> dict[str, Lesson]:
-    """Every lesson in assets/lessons/, by id, in file-name order (read once per process)."""
-    return {path.stem: load_lesson_file(path) for path in sorted(LESSON_DIR.glob("*.toml"))}
+    """Every lesson in assets/lessons/, by id, in teaching order (read once per process)."""
+    return in_teaching_order([load_lesson_file(path) for path in sorted(LESSON_DIR.glob("*.toml"))])
 
 
 def position(guide: str | None, step: str | None) -> tuple[Lesson, int] | None:

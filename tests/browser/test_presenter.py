@@ -1,0 +1,119 @@
+"""Presenter view (``?present=1``) on a 1280 x 720 projector: every page's main chart is in the first screen, drawn,
+the exit link covers nothing, and no multiselect chip or table column is cut ("nystro…" and the metrics table's
+last columns on Compare before)."""
+
+from __future__ import annotations
+
+import urllib.parse
+
+import pytest
+from playwright.sync_api import Page
+
+from core import scaling_tables
+
+from .helpers import PLOTLY_CHART, REPO_ROOT, save_screenshot, wait_for_app
+
+# Scaling draws a chart for a measurement or for committed results: the first committed table.
+COMMITTED = next(iter(scaling_tables.load_committed(REPO_ROOT / "benchmarks" / "results")))
+# Every page, with what it needs to show a chart.
+PAGES = {
+    "": "",
+    "Compare": "tau=0.05",
+    "Sparse_plus_low_rank": "",
+    "Error_vs_entropy": "",
+    "Regime_map": "",
+    "VCC": "",
+    "Rank_vs_heads": "",
+    "Kernels": "",
+    "Scaling": urllib.parse.urlencode({"committed": COMMITTED}),
+    "Paper_claims": "",
+}
+TABLE = "[data-testid='stTable']"
+# What each page shows first: a chart, except Home (nothing) and the claims page (its table).
+MAIN = {path: PLOTLY_CHART for path in PAGES} | {"": None, "Paper_claims": TABLE}
+SCREEN = {"width": 1280, "height": 720}
+
+# The visually first chart or table (CSS may reorder), with whether plotly.js holds data for it and has drawn it.
+FIRST_CHART = """(selector) => {
+  const charts = [...document.querySelectorAll(selector)]
+    .map((e) => ({e, r: e.getBoundingClientRect()})).filter((c) => c.r.height > 0 && c.r.width > 0);
+  if (!charts.length) return null;
+  charts.sort((a, b) => a.r.top - b.r.top);
+  const {e, r} = charts[0];
+  const plot = e.matches('.js-plotly-plot') ? e : e.querySelector('.js-plotly-plot');
+  const sized = (v) => v != null && (v.length > 0 || (typeof v === 'object' && Object.keys(v).length > 0));
+  const data = !!plot && Array.isArray(plot.data) && plot.data.some((t) => sized(t.z) || sized(t.y) || sized(t.x));
+  // Marks: traces, or a heatmap drawn as a layout image.
+  const drawn = !!plot && plot.querySelectorAll('.main-svg .trace, .main-svg image').length > 0;
+  return {top: r.top + window.scrollY, height: r.height, data, drawn, rows: e.querySelectorAll('tbody tr').length};
+}"""
+
+# Boxes in page coordinates of the exit link and of every chart or table; and whether the link is fixed on screen.
+BOXES = """(selector) => {
+  const box = (e) => { const r = e.getBoundingClientRect();
+    return {left: r.left, right: r.right, top: r.top + window.scrollY, bottom: r.bottom + window.scrollY}; };
+  const link = document.querySelector('a.ae-exit-present');
+  return {
+    link: link && box(link),
+    fixed: !!link && ['fixed', 'sticky'].includes(getComputedStyle(link).position),
+    items: [...document.querySelectorAll(selector + ", [data-testid='stDataFrame'], [data-testid='stTable']")].map(box)
+      .filter((b) => b.right > b.left && b.bottom > b.top),
+  };
+}"""
+
+# Multiselect chips cut short: a chip's text wider than its box, or a chip scrolled past the field's edge or spilt
+# out of its fixed-height box onto what follows.
+CUT_CHIPS = """() => {
+  const cut = [];
+  for (const field of document.querySelectorAll("[data-testid='stMultiSelectTagsContainer']")) {
+    const chips = [...field.querySelectorAll('[data-tag]')];
+    const box = field.parentElement.getBoundingClientRect();
+    if (field.scrollWidth > field.clientWidth + 1) cut.push('scrolled: ' + chips.map((c) => c.innerText).join(','));
+    for (const chip of chips)
+      if (chip.getBoundingClientRect().right > box.right + 1 || chip.getBoundingClientRect().bottom > box.bottom + 1)
+        cut.push(chip.innerText);
+      else for (const e of [chip, ...chip.querySelectorAll('*')])
+        if (e.scrollWidth > e.clientWidth + 1) { cut.push(chip.innerText); break; }
+  }
+  return cut;
+}"""
+
+# Tables wider than their box (columns scrolled out of view): static tables, and grids on the first screen.
+CUT_TABLES = """(height) => [
+  ...[...document.querySelectorAll("[data-testid='stTable']")].filter((t) => t.scrollWidth > t.clientWidth + 1),
+  ...[...document.querySelectorAll("[data-testid='stDataFrame']")]
+    .filter((t) => t.getBoundingClientRect().top < height)
+    .map((t) => t.querySelector('.dvn-scroller')).filter((s) => s && s.scrollWidth > s.clientWidth + 1),
+].map((t) => t.innerText.slice(0, 80))"""
+
+
+def _overlap(a: dict[str, float], b: dict[str, float]) -> bool:
+    return a["left"] < b["right"] and b["left"] < a["right"] and a["top"] < b["bottom"] and b["top"] < a["bottom"]
+
+
+@pytest.mark.parametrize("path", list(PAGES))
+def test_presenter_view_fits_a_1280_by_720_screen(page: Page, app_server: str, path: str) -> None:
+    page.set_viewport_size(SCREEN)
+    query = "&".join(part for part in (PAGES[path], "present=1") if part)
+    page.goto(f"{app_server}/{path}?{query}")
+    wait_for_app(page)
+    main = MAIN[path]
+    if main is not None:
+        page.wait_for_function(f"(selector) => ({FIRST_CHART})(selector) !== null", arg=main, timeout=90_000)
+        page.wait_for_timeout(1500)  # chart components that mount and draw after the run
+        chart = page.evaluate(FIRST_CHART, main)
+        assert chart["top"] < SCREEN["height"], f"the first chart starts at {chart['top']:.0f} px"
+        # Most of it on the first screen, not only its top edge (a long table: its first rows).
+        visible = (SCREEN["height"] - chart["top"]) / min(chart["height"], SCREEN["height"])
+        assert visible >= 0.5, f"only {visible:.0%} of the first chart is on the first screen"
+        assert chart["rows"] > 0 if main == TABLE else chart["data"] and chart["drawn"], chart
+    else:
+        page.wait_for_timeout(1000)
+    boxes = page.evaluate(BOXES, PLOTLY_CHART)
+    assert boxes["link"] is not None, "no Exit presenter view link"
+    assert not boxes["fixed"], "a fixed exit link covers whatever scrolls under it"
+    covered = [item for item in boxes["items"] if _overlap(boxes["link"], item)]
+    assert not covered, f"the exit link {boxes['link']} covers {covered}"
+    assert page.evaluate(CUT_CHIPS) == []
+    assert page.evaluate(CUT_TABLES, SCREEN["height"]) == []
+    save_screenshot(page, f"presenter_{path or 'home'}", full_page=False)
