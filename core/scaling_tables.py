@@ -96,6 +96,14 @@ def load_committed(results_dir: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
+def default_committed(committed: dict[str, dict[str, Any]], device_type: str, threads: int) -> list[str]:
+    """The committed table a page opens on before anything is measured, so its first screen has a picture: one
+    measured on this kind of device, with this thread count where there is one; none for a device without."""
+    same = [label for label, table in committed.items() if table["machine"]["device"] == device_type]
+    best = [label for label in same if committed[label]["machine"].get("threads") == threads]
+    return (best or same)[:1]
+
+
 def committed_series(payload: dict[str, Any], methods: Sequence[str]) -> list[Series]:
     """A committed table's rows for ``methods`` (and torch SDPA), one series per entry, named with the device and
     thread count (two tables from one machine differ only in threads)."""

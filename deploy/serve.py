@@ -35,7 +35,9 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from deploy import warmup  # noqa: E402
 from deploy.preload import BUNDLE_VARIABLE, PlotlyBundle  # noqa: E402
 
 os.environ[BUNDLE_VARIABLE] = "served"  # the pages draw their figures with the bundle this server serves
-app = st.App(REPO_ROOT / "app.py", middleware=[Middleware(PlotlyBundle)])
+# The warm-up (deploy/warmup.py) starts with the server: every default link computed once, ahead of the first visitor.
+app = st.App(REPO_ROOT / "app.py", middleware=[Middleware(PlotlyBundle)], lifespan=warmup.lifespan)

@@ -7,17 +7,19 @@ from pathlib import Path
 
 import pandas as pd
 import streamlit as st
+import torch
 
 import ui
 from core import device as core_device
 from core import profiling, scaling_tables
+from ui import result_cache
 from ui.controls.scaling import scaling_controls
 from ui.figures import scaling as scaling_figs
 from ui.panels import scaling as panels
 
 RESULTS_DIR = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 
-ui.page("Scaling", icon="📈")
+ui.page("Scaling", icon=":material/trending_up:")
 ui.navigation(st.sidebar)
 ui.explain(
     "Efficient attention is meant to be cheaper than the exact n × n computation. Here each method runs on "
@@ -68,20 +70,26 @@ if clicked:
     store[c.key] = ui.run_heavy(
         "scaling", c.key, measure, float(c.total_limit), title="Measuring (time is bounded by the limits)"
     )
-points = store.get(c.key)
+# A measurement of these settings that any session (or the server's warm-up) made is in the shared cache.
+points = store.get(c.key) or result_cache.get("scaling", c.key)
 
 committed = scaling_tables.load_committed(RESULTS_DIR)
 shown_files = ui.multiselect(
     "Committed benchmark results to show",
     "committed",
     list(committed),
-    [],
+    scaling_tables.default_committed(committed, c.device.type, torch.get_num_threads()),
     help="Tables written by `python -m benchmarks.suite` (8 heads, d = 64), labelled with "
     "the device they were measured on.",
 )
 
 if points is None and not shown_files:
     st.info("Press **Measure** to time the chosen methods on this machine, or pick committed results to show.")
+elif points is None:
+    st.caption(
+        f"Showing the committed benchmark table ({', '.join(shown_files)}); press **Measure** to time the chosen "
+        "methods on this server."
+    )
 
 frame = pd.DataFrame([vars(p) for p in points]) if points else pd.DataFrame()
 if points:

@@ -27,6 +27,9 @@ os.environ.setdefault("ATTN_EXPLORER_PREFETCH", "0")
 # No heap trimming thread (ui/serving.py) racing the tests that measure this process's resident memory;
 # tests/test_serving_trim.py checks it starts when enabled.
 os.environ.setdefault("ATTN_EXPLORER_TRIM", "0")
+# No warm-up sessions (deploy/warmup.py) in the servers the browser tests start: they count CPU, sessions and cache
+# hits. tests/browser/test_warmup.py turns it on for its own server.
+os.environ.setdefault("ATTN_EXPLORER_WARMUP", "0")
 
 # CI has 2 cores; a fixed count also keeps float reductions reproducible between machines.
 torch.set_num_threads(2)

@@ -4,12 +4,14 @@ is tested in test_claims.py)."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
 from core import claims
+from ui import result_cache
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -32,7 +34,7 @@ def run_page(*, measure: bool = False, **params: str | list[str]) -> AppTest:
 
 
 def verdict_table(at: AppTest):  # type: ignore[no-untyped-def]
-    return next(df.value for df in at.dataframe if "verdict" in getattr(df.value, "columns", []))
+    return next(t.value for t in at.table if "verdict" in getattr(t.value, "columns", []))
 
 
 def test_long_measurements_wait_for_the_button(monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -53,20 +55,48 @@ def test_long_measurements_wait_for_the_button(monkeypatch) -> None:  # type: ig
     assert any("already in the server's shared cache" in c.value for c in at.caption)
 
 
+def test_the_default_link_opens_on_the_committed_numbers_before_the_button(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Seed 0 on the default text, nothing measured on this server: every fast claim's row shows the committed
+    table's number and verdict, marked as committed, instead of "not measured yet"."""
+
+    def not_now(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("measured before the button was pressed")
+
+    monkeypatch.setattr(claims, "measure_plain", not_now)
+    monkeypatch.setattr(result_cache, "get", lambda name, key: None)  # an empty shared cache
+    at = run_page()
+    assert not at.exception, [e.value for e in at.exception]
+    table = verdict_table(at)
+    committed = {r["id"]: r for r in json.loads(claims.COMMITTED_TABLE.read_text())["results"]}
+    fast = {c.id for c in claims.of_papers(list(claims.PAPERS)) if not c.slow}
+    assert fast <= set(committed), "the committed table covers every fast claim"
+    for claim_text, cell, verdict in zip(
+        table["claim"], table["measured now (clustered)"], table["verdict"], strict=True
+    ):
+        claim_id = claim_text.split(":")[0]
+        if claim_id in fast:
+            assert cell.endswith(", committed)"), (claim_id, cell)
+            assert verdict == committed[claim_id]["verdict"], claim_id
+    assert any("committed" in i.value for i in at.info)
+    # Another seed has no committed numbers: those rows wait for the button.
+    other = verdict_table(run_page(seed="72"))
+    assert not any(cell.endswith(", committed)") for cell in other["measured now (clustered)"])
+
+
 def test_page_renders_the_claims_table() -> None:
     at = run_page(papers="rank-vs-heads", slow="true", measure=True)
     assert not at.exception, [e.value for e in at.exception]
     assert at.title[0].value == "Paper claims"
     assert at.toggle(key="slow").value is True
     assert at.multiselect(key="papers").value == ["rank-vs-heads"]
-    frames = [df.value for df in at.dataframe]
+    frames = [df.value for df in [*at.table, *at.dataframe]]
     table = next(f for f in frames if "verdict" in getattr(f, "columns", []))
     expected = [c for c in claims.CLAIMS if c.paper == claims.PAPERS["rank-vs-heads"]]
     assert len(table) == len(expected)
     assert set(table["verdict"]) <= set(claims.VERDICTS)
     for claim, verdict, view in zip(expected, table["verdict"], table["view"], strict=True):
         assert verdict == claim.expected["clustered"], claim.id
-        assert view.startswith(claim.link.split("?")[0])
+        assert view.startswith(f"[open]({claim.link.split('?')[0]}")  # a Markdown link in the static table
     assert all(v == "–" for v in table["measured now (real MiniLM heads)"])  # no real-head claims in this paper
     skipped = next(f for f in frames if "why not" in getattr(f, "columns", []))
     assert len(skipped) == len(claims.SKIPPED)
@@ -77,7 +107,7 @@ def test_slow_claims_wait_for_the_toggle_and_links_carry_the_seed() -> None:
     at = run_page(papers="rank-vs-heads", seed="3")
     assert not at.exception, [e.value for e in at.exception]
     assert at.toggle(key="slow").value is False
-    table = next(df.value for df in at.dataframe if "verdict" in getattr(df.value, "columns", []))
+    table = verdict_table(at)
     slow = {c.id for c in claims.CLAIMS if c.slow and c.paper == claims.PAPERS["rank-vs-heads"]}
     assert slow, "the test needs a slow claim in this paper"
     for claim_text, verdict in zip(table["claim"], table["verdict"], strict=True):
@@ -98,9 +128,7 @@ def test_claims_are_measured_once_then_served_from_the_shared_cache(monkeypatch)
     monkeypatch.setattr(claims, "measure_plain", not_again)
     second = run_page(papers="rank-vs-heads", seed="5")  # a new session: no memory cache of the first one's
     assert not second.exception, [e.value for e in second.exception]
-    tables = [
-        next(df.value for df in at.dataframe if "verdict" in getattr(df.value, "columns", [])) for at in (first, second)
-    ]
+    tables = [verdict_table(at) for at in (first, second)]
     assert tables[0].equals(tables[1])
     # Per claim too: adding the slow claims measures only those; the fast ones come from the cache.
     slow = {c.id for c in claims.CLAIMS if c.slow and c.paper == claims.PAPERS["rank-vs-heads"]}

@@ -44,7 +44,10 @@ def chart_traces(at: AppTest, index: int) -> dict[str, Any]:
 def test_page_waits_for_measure_then_measures_tiny_sizes() -> None:
     at = open_page(methods=["performer", "local"], sizes=(64, 256))
     assert at.title[0].value.endswith("Scaling")
-    assert not at.get("plotly_chart"), "nothing is measured before the button is pressed"
+    # Before the button: the page opens on the committed table of this kind of device, nothing measured here.
+    opened = set(chart_traces(at, 0))
+    assert opened and all("[cpu: " in name for name in opened), opened
+    assert any("Press **Measure**" in c.value or "press **Measure**" in c.value for c in at.caption)
     measure(at)
     charts = at.get("plotly_chart")
     assert len(charts) == 2  # time and memory
@@ -78,3 +81,10 @@ def test_committed_results_are_labelled_with_their_device(tmp_path: Path) -> Non
         assert not at.exception
         names = set(chart_traces(at, 0))
         assert any(payload["machine"]["device"] in name for name in names), names
+
+
+def test_a_measurement_in_the_shared_cache_opens_in_a_new_session() -> None:
+    measure(open_page(methods=["local"], sizes=(64, 128)))
+    again = open_page(methods=["local"], sizes=(64, 128))  # a new session: nothing pressed there
+    names = set(chart_traces(again, 0))
+    assert any(name.startswith("Local window (slope") for name in names), names

@@ -127,7 +127,7 @@ def test_everything_else_passes_through_unchanged(content_type: str, status: int
 
 @pytest.mark.parametrize(
     ("path", "root", "injected"),
-    [("/", "", False), ("/app/", "/app", False), ("/app/VCC", "/app", True), ("/Scaling", "", False)],
+    [("/", "", False), ("/app/", "/app", False), ("/app/VCC", "/app", True), ("/Paper_claims", "", False)],
 )
 def test_pages_that_open_without_a_chart_are_left_alone(path: str, root: str, injected: bool) -> None:
     app = bundle_app(responder(DOCUMENT, content_type="text/html"))

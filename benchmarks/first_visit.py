@@ -1,0 +1,214 @@
+"""A student's first visit, as a person sees it: the README's server, started and warmed up, then each page's default
+link opened in fresh browser contexts, timed from navigation start to the first chart drawn with data.
+
+    python -m benchmarks.first_visit --baseline b5cb20b            # that commit and the working tree, one run
+    python -m benchmarks.first_visit --contexts 3 --pages Compare,VCC
+
+Both trees' servers run the README's app command (``deploy/serve.py``), each with an empty result cache of its own,
+and are both up while the visits alternate between them (the same minutes of the machine's life). A tree with a
+warm-up (``deploy/warmup.py``) is measured once its log says the warm-up finished; a tree without one once its
+server is healthy and has been quiet for a few seconds. Every visit is a new browser context (empty browser cache,
+no cookies, a new Streamlit session), and nothing else is opened first: no Home visit to warm the server's imports.
+
+What counts as the first chart: a Plotly chart whose figure holds data (a heatmap with cells, a curve with points)
+and has been drawn, or, on pages that open on a table, a data grid with at least one row. An empty frame, a chart
+with no traces, a placeholder or a progress bar does not count. The time is stamped in the page on the browser's
+own clock (``performance.now()``, zero at navigation start).
+
+Results: ``benchmarks/results/first_visit.{json,md}``: per page, the median of the visits and its range per tree,
+the ratio, and the target (2.5 s on the 2-core reference machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import statistics
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.load import Server, app_server, baseline_tree, wait_quiet  # noqa: E402
+from benchmarks.ui_timing import machine_facts, page_paths, save_results  # noqa: E402
+from tests.browser.helpers import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results"
+TARGET_S = 2.5
+VIEWPORT = {"width": 1400, "height": 1000}
+VISIT_TIMEOUT_S = 120.0
+WARMUP_TIMEOUT_S = 900.0
+WARMUP_DONE = "warm-up finished"
+
+# Stamped in the page, in ms since navigation start: the first moment a chart with data was drawn.
+FIRST_DATA = """
+window.__firstData = null;
+const hasData = (trace) => ['z', 'y', 'x', 'values'].some(
+    (k) => trace[k] !== undefined && trace[k] !== null && trace[k].length > 0);
+const drawn = () => {
+  for (const plot of document.querySelectorAll('.js-plotly-plot')) {
+    if (plot.querySelector('.main-svg') && Array.isArray(plot._fullData)
+        && plot._fullData.some((t) => t.visible !== false && hasData(t))) return true;
+  }
+  for (const grid of document.querySelectorAll("[data-testid='stDataFrame']")) {
+    if (grid.querySelectorAll("[role='row']").length > 1) return true;  // a header row and at least one more
+  }
+  if (document.querySelector("[data-testid='stTable'] tbody tr")) return true;  // a static table with a row
+  return false;
+};
+// What ui_timing's "first chart (cold)" stamps: any chart's svg or any data grid, with or without data in it.
+const shell = () => !!document.querySelector(
+    "[data-testid='stPlotlyChart'] .main-svg, [data-testid='aePlotlyChart'] .main-svg, [data-testid='stDataFrame']");
+window.__firstShell = null;
+const check = () => {
+  const now = performance.now();
+  if (window.__firstShell === null && shell()) window.__firstShell = now;
+  if (window.__firstData === null && drawn()) window.__firstData = now;
+};
+new MutationObserver(check).observe(document, {subtree: true, childList: true, attributes: true});
+setInterval(check, 20);  // Plotly fills _fullData after the nodes it adds; a mutation may come first
+"""
+
+
+def visit(browser: Any, url: str) -> tuple[float, float]:
+    """Seconds from navigation start to the first chart drawn with data, in a new browser context, and to the
+    first chart element of any kind (ui_timing's stamp, kept to compare the two)."""
+    context = browser.new_context(viewport=VIEWPORT)
+    try:
+        context.add_init_script(FIRST_DATA)
+        page = context.new_page()
+        page.goto(url)
+        page.wait_for_function("() => window.__firstData !== null", timeout=VISIT_TIMEOUT_S * 1000, polling=50)
+        data, shell = page.evaluate("() => [window.__firstData, window.__firstShell]")
+        return float(data) / 1000, float(shell if shell is not None else data) / 1000
+    finally:
+        context.close()
+
+
+def wait_warm(server: Server, has_warmup: bool) -> float:
+    """Seconds until the server is ready to be measured: its warm-up finished, or it has been quiet."""
+    start = time.monotonic()
+    if has_warmup:
+        while WARMUP_DONE not in server.log_tail(1_000_000):
+            if time.monotonic() - start > WARMUP_TIMEOUT_S:
+                raise TimeoutError(f"no '{WARMUP_DONE}' in the server log within {WARMUP_TIMEOUT_S:.0f} s")
+            if server.process.poll() is not None:
+                raise RuntimeError("the server stopped during its warm-up:\n" + server.log_tail())
+            time.sleep(1.0)
+    wait_quiet(server, 60.0, window_s=3.0)
+    return time.monotonic() - start
+
+
+@contextlib.contextmanager
+def started(root: Path) -> Iterator[tuple[Server, float]]:
+    has_warmup = (root / "deploy" / "warmup.py").exists()
+    with app_server(root, env={"ATTN_EXPLORER_WARMUP": "1"}) as server:
+        yield server, wait_warm(server, has_warmup)
+
+
+def summary(samples: dict[str, dict[str, list[float]]]) -> list[dict[str, Any]]:
+    rows = []
+    trees = list(samples)
+    for page in samples[trees[-1]]:
+        row: dict[str, Any] = {"page": page}
+        for tree in trees:
+            values = samples[tree][page]
+            row[tree] = {"median_s": statistics.median(values), "range_s": [min(values), max(values)]}
+        if len(trees) == 2:
+            row["ratio"] = row[trees[1]]["median_s"] / row[trees[0]]["median_s"]
+        rows.append(row)
+    return rows
+
+
+def markdown(rows: list[dict[str, Any]], trees: list[str], labels: dict[str, str], contexts: int, command: str,
+             ready: dict[str, float]) -> str:  # fmt: skip
+    head = " | ".join(f"{labels[t]} median s | {labels[t]} range s" for t in trees)
+    lines = [
+        f"`{command}`",
+        "",
+        f"First visit to each page's default link: the README's server (`deploy/serve.py`), started and warmed up "
+        f"({', '.join(f'{labels[t]}: ready {ready[t]:.0f} s after start' for t in trees)}), then {contexts} fresh "
+        "browser contexts per page, alternating between the trees' servers; navigation start to the first chart "
+        "drawn with data (a table with rows on Paper claims). Medians, with the fastest and slowest visit.",
+        "",
+        f"| page | {head} |" + (" now / before |" if len(trees) == 2 else "") + " target |",
+        "|---|" + "---|---|" * len(trees) + ("---|" if len(trees) == 2 else "") + "---|",
+    ]
+    for row in rows:
+        cells = " | ".join(
+            f"{row[t]['median_s']:.2f} | {row[t]['range_s'][0]:.2f}–{row[t]['range_s'][1]:.2f}" for t in trees
+        )
+        ratio = f" {row['ratio']:.2f}× |" if "ratio" in row else ""
+        met = "✓" if row[trees[-1]]["median_s"] <= TARGET_S else "✗"
+        lines.append(f"| {row['page']} | {cells} |{ratio} ≤ {TARGET_S:g} {met} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    from playwright.sync_api import sync_playwright
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--baseline", help="a git ref measured beside the working tree (today's main, say)")
+    parser.add_argument("--contexts", type=int, default=5, help="fresh browser contexts per page and tree")
+    parser.add_argument("--pages", help="comma-separated URL paths (default: every page but Home)")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--name", default="first_visit")
+    args = parser.parse_args(argv)
+    if args.contexts < 1:
+        parser.error("--contexts must be at least 1")
+    command = "python -m benchmarks.first_visit " + " ".join(sys.argv[1:] if argv is None else argv)
+    pages = {label: path for label, path in page_paths(ROOT).items() if path}
+    if args.pages:
+        wanted = [p.strip() for p in args.pages.split(",") if p.strip()]
+        unknown = [p for p in wanted if p not in pages.values()]
+        if unknown:
+            parser.error(f"--pages: {unknown} are not pages; choose from {list(pages.values())}")
+        pages = {label: path for label, path in pages.items() if path in wanted}
+    load_start = os.getloadavg()
+    trees = ["before", "now"] if args.baseline else ["now"]
+    labels = {"before": f"before ({args.baseline})", "now": "now"}
+    samples: dict[str, dict[str, list[float]]] = {t: {p: [] for p in pages} for t in trees}
+    shells: dict[str, dict[str, list[float]]] = {t: {p: [] for p in pages} for t in trees}
+    ready: dict[str, float] = {}
+    with contextlib.ExitStack() as stack, sync_playwright() as playwright:
+        roots = {"now": ROOT}
+        if args.baseline:
+            roots["before"] = stack.enter_context(baseline_tree(args.baseline))
+        servers: dict[str, Server] = {}
+        for tree in trees:  # one after the other: each warm-up has the machine to itself
+            servers[tree], ready[tree] = stack.enter_context(started(roots[tree]))
+            print(f"{tree}: ready {ready[tree]:.1f} s after start", flush=True)
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=list(CHROMIUM_ARGS))
+        for label, path in pages.items():
+            for index in range(args.contexts):
+                order = trees if index % 2 == 0 else trees[::-1]
+                for tree in order:
+                    data, shell = visit(browser, f"{servers[tree].url}/{path}")
+                    samples[tree][label].append(data)
+                    shells[tree][label].append(shell)
+            print(label + ": " + ", ".join(f"{t} {statistics.median(samples[t][label]):.2f} s" for t in trees),
+                  flush=True)  # fmt: skip
+        browser.close()
+    rows = summary(samples)
+    result = {
+        "command": command,
+        "baseline": args.baseline,
+        "contexts": args.contexts,
+        "target_s": TARGET_S,
+        "ready_s": ready,
+        "rows": rows,
+        "samples": samples,
+        "first_chart_element_s": shells,  # the same visits, stamped as ui_timing's "first chart (cold)" does
+        "machine": machine_facts(load_start),
+    }
+    save_results(args.out, args.name, result, markdown(rows, trees, labels, args.contexts, command.strip(), ready))
+    return result
+
+
+if __name__ == "__main__":
+    main()
