@@ -22,9 +22,9 @@ ATTENTION_FEATURES: tuple[int, ...] = (8, 16, 32, 64, 128, 256, 512, 1024)
 TAU_SWEEP: tuple[float, ...] = (0.1, 0.15, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 5.0, 7.0, 10.0)
 PENALTIES: tuple[float, ...] = (0.0, 0.01, 0.1, 1.0)
 TRIG_REDRAWS = 3
-# One Adam step of the trainable kernel at the page's sizes (n = 256, d = 16, m = 16): 3 variants x 100 steps took
-# 3.9 s on the busy 2-core machine against 8 s estimated with 0.02 (benchmarks/limits_calibration.py).
-SECONDS_PER_FIT_STEP = 0.01
+# One Adam step of the trainable kernel at the page's sizes (n = 256, d = 16, m = 16), calibrated on the quiet 2-core
+# machine (benchmarks/limits_calibration.py: 3 variants x 100 and x 400 steps took 0.4 and 1.6 s; a busy one, 3.9 s).
+SECONDS_PER_FIT_STEP = 0.0011
 
 ProgressFn = Callable[[float, str], None]
 
@@ -56,10 +56,10 @@ def kernel_mse_at_pair(
     return K.kernel_mse_curves(x, y, list(features), draws=draws, seed=seed, progress=progress)
 
 
-# Projection entries ``kernel_mse_at_pair`` draws per second (one thread: seeded draws, QR for orthogonal blocks).
-# 5e6 made the button's estimate a third of the time measured on the busy 2-core machine (6.5 s shown, 18 s taken;
-# about 7 s on a quiet one): 3.5e6 sits between the two until the table is regenerated on a quiet machine.
-MC_ENTRIES_PER_SECOND = 3.5e6
+# Projection entries ``kernel_mse_at_pair`` draws per second (one thread: seeded draws, QR for orthogonal blocks),
+# calibrated on the quiet 2-core machine (benchmarks/limits_calibration.py: 1000 and 5000 draws took 2.4 and 11.6 s;
+# about three times longer while other work shared the cores).
+MC_ENTRIES_PER_SECOND = 1.3e7
 
 
 def kernel_mse_seconds(d: int, draws: int, features: Sequence[int] = FEATURE_GRID) -> float:
@@ -109,13 +109,13 @@ def mse_ratio_map(angles: int = 90, lengths: int = 40) -> RatioMap:
 
 # ------------------------------------------------------------------------------------------------ attention level
 
-# Measured on the 2-core reference CPU while other work shared it (n = 512-1024, heads 2-4, d 64-256): the entry
-# bins took 300 ns + 1.5 ns x m per attention entry, redraw and variant (the dense Performer matrix, its float64
-# relative error, the per-bin medians), 2-3x less where the machine was quieter; the trig normalisers 2-6 ns per
-# (temperature x head x row x d x m x redraw). benchmarks/limits_calibration.py compares both with the estimates.
-ENTRY_NS_PER_ENTRY = 200.0
-ENTRY_NS_PER_ENTRY_FEATURE = 1.0
-TRIG_NS_PER_UNIT = 6.0
+# Calibrated on the quiet 2-core reference CPU (benchmarks/limits_calibration.py, n = 1024, 4 heads): the entry bins
+# (the dense Performer matrix, its float64 relative error, the per-bin medians) per attention entry, redraw and
+# variant, and the trig normalisers per (temperature x head x row x d x m x redraw). A server shared with other work
+# took 10-25x longer for both.
+ENTRY_NS_PER_ENTRY = 11.5
+ENTRY_NS_PER_ENTRY_FEATURE = 0.058
+TRIG_NS_PER_UNIT = 0.85
 CALL_SECONDS = 0.05
 
 
@@ -180,17 +180,18 @@ def attention_study(
     return AttentionStudy(list(features), curves, K.mean_row_tv(elu.attention(), exact.attention()))
 
 
-# ``attention_study`` per variant, redraw and feature count: the dense n x n matrix phi(q) phi(k)^T is a GEMM
-# (n^2 m multiply-adds at ~1e10 per second) plus a few passes over its n^2 entries (TV, normalising). The previous
-# 2e8 multiply-adds per second made the button's estimate 28x the measured time (10.7 s shown, 0.4 s taken).
-ATTENTION_MACS_PER_SECOND = 1e10
-ATTENTION_SECONDS_PER_ENTRY = 10e-9
+# ``attention_study`` per variant, redraw and feature count: the dense n x n matrix phi(q) phi(k)^T is a GEMM plus a
+# few passes over its n^2 entries (TV, normalising), after a fixed cost per draw (features, Python) that dominates at
+# the page's sizes (benchmarks/limits_calibration.py: 0.5 s at n = 256 and 0.6 s at n = 512, 4 redraws).
+ATTENTION_MACS_PER_SECOND = 9e10
+ATTENTION_SECONDS_PER_ENTRY = 1.1e-9
+ATTENTION_SECONDS_PER_DRAW = 0.03  # drawing the features and Python, per variant, redraw and feature count set
 
 
 def attention_seconds(n: int, heads: int, redraws: int, features: Sequence[int] = ATTENTION_FEATURES) -> float:
     """CPU time of ``attention_study`` (benchmarks/limits_calibration.py)."""
     per_draw = heads * n**2 * (sum(features) / ATTENTION_MACS_PER_SECOND + len(features) * ATTENTION_SECONDS_PER_ENTRY)
-    return len(K.KERNEL_VARIANTS) * redraws * per_draw
+    return len(K.KERNEL_VARIANTS) * redraws * (per_draw + ATTENTION_SECONDS_PER_DRAW)
 
 
 def attention_estimate(n: int, heads: int, redraws: int) -> limits.Estimate:

@@ -593,11 +593,11 @@ def estimate_seconds(
 ) -> float:
     """Rough wall time of a grid: a per-step overhead (sampling, evaluation, Python) plus its multiply-adds.
 
-    On the 2-core machine with the threads of one compute slot (benchmarks/limits_calibration.py): the page's
-    default grid took 39-51 s where 4 ms per step plus 0.9 ns per multiply-add estimated 25 s; now 6.5 ms and 1.4 ns
-    (d = 16). A GPU figure is a guess.
+    Calibrated on the quiet 2-core reference machine with the threads of one compute slot
+    (benchmarks/limits_calibration.py, the default grid at 500 and 1000 steps took 13.1 and 25.3 s); a loaded server
+    takes longer (39-51 s seen while other work shared the cores). A GPU figure is a guess.
     """
-    per_step, per_mac = (6.5e-3, 1.4e-9) if device == "cpu" else (1.5e-3, 1e-11)
+    per_step, per_mac = (2.2e-3, 0.47e-9) if device == "cpu" else (1.5e-3, 1e-11)
     return (
         len(cells) * steps * seeds * per_step * batch / DEFAULT_BATCH
         + grid_work(d, cells, steps, batch, seeds) * per_mac

@@ -240,8 +240,8 @@ def sweep_runs(maximum: int) -> int:
 # One VCC call in ``error_sweep``: a fixed part (the tree, the selection, Python) and a part per attention entry.
 # The page used 1/3e7 s per entry alone: 0.2 s shown, 0.8 s taken at n = 256, 3.9 s shown, 1.1 s taken at n = 1024
 # (benchmarks/limits_calibration.py).
-SWEEP_SECONDS_PER_RUN = 0.003
-SWEEP_SECONDS_PER_ENTRY = 1 / 1e8
+SWEEP_SECONDS_PER_RUN = 0.0026
+SWEEP_SECONDS_PER_ENTRY = 2.2e-9
 
 
 def sweep_seconds(runs: int, heads: int, n: int) -> float:
