@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import statistics
 import sys
@@ -41,7 +42,7 @@ from tests.browser.helpers import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 RESULTS = ROOT / "benchmarks" / "results"
 TARGET_S = 2.5
 VIEWPORT = {"width": 1400, "height": 1000}
-VISIT_TIMEOUT_S = 120.0
+VISIT_TIMEOUT_S = 30.0  # a page with no chart by then is recorded as having none (a tree that opens on nothing)
 WARMUP_TIMEOUT_S = 900.0
 WARMUP_DONE = "warm-up finished"
 
@@ -77,15 +78,21 @@ setInterval(check, 20);  // Plotly fills _fullData after the nodes it adds; a mu
 
 def visit(browser: Any, url: str) -> tuple[float, float]:
     """Seconds from navigation start to the first chart drawn with data, in a new browser context, and to the
-    first chart element of any kind (ui_timing's stamp, kept to compare the two)."""
+    first chart element of any kind (ui_timing's stamp, kept to compare the two); inf where none came within
+    ``VISIT_TIMEOUT_S``."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     context = browser.new_context(viewport=VIEWPORT)
     try:
         context.add_init_script(FIRST_DATA)
         page = context.new_page()
         page.goto(url)
-        page.wait_for_function("() => window.__firstData !== null", timeout=VISIT_TIMEOUT_S * 1000, polling=50)
+        try:
+            page.wait_for_function("() => window.__firstData !== null", timeout=VISIT_TIMEOUT_S * 1000, polling=50)
+        except PlaywrightTimeout:
+            pass
         data, shell = page.evaluate("() => [window.__firstData, window.__firstShell]")
-        return float(data) / 1000, float(shell if shell is not None else data) / 1000
+        return tuple(math.inf if t is None else float(t) / 1000 for t in (data, shell))  # type: ignore[return-value]
     finally:
         context.close()
 
@@ -120,9 +127,23 @@ def summary(samples: dict[str, dict[str, list[float]]]) -> list[dict[str, Any]]:
             values = samples[tree][page]
             row[tree] = {"median_s": statistics.median(values), "range_s": [min(values), max(values)]}
         if len(trees) == 2:
-            row["ratio"] = row[trees[1]]["median_s"] / row[trees[0]]["median_s"]
+            before, now = row[trees[0]]["median_s"], row[trees[1]]["median_s"]
+            row["ratio"] = now / before if math.isfinite(before) and math.isfinite(now) else math.nan
         rows.append(row)
     return rows
+
+
+def _s(seconds: float) -> str:
+    return f"{seconds:.2f}" if math.isfinite(seconds) else f"no chart in {VISIT_TIMEOUT_S:.0f} s"
+
+
+def _finite(value: Any) -> Any:
+    """JSON has no infinity: a visit with no chart is written as null."""
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def markdown(rows: list[dict[str, Any]], trees: list[str], labels: dict[str, str], contexts: int, command: str,
@@ -141,9 +162,11 @@ def markdown(rows: list[dict[str, Any]], trees: list[str], labels: dict[str, str
     ]
     for row in rows:
         cells = " | ".join(
-            f"{row[t]['median_s']:.2f} | {row[t]['range_s'][0]:.2f}–{row[t]['range_s'][1]:.2f}" for t in trees
+            f"{_s(row[t]['median_s'])} | {_s(row[t]['range_s'][0])}–{_s(row[t]['range_s'][1])}" for t in trees
         )
-        ratio = f" {row['ratio']:.2f}× |" if "ratio" in row else ""
+        ratio = (
+            f" {row['ratio']:.2f}× |" if "ratio" in row and math.isfinite(row["ratio"]) else " – |" * ("ratio" in row)
+        )
         met = "✓" if row[trees[-1]]["median_s"] <= TARGET_S else "✗"
         lines.append(f"| {row['page']} | {cells} |{ratio} ≤ {TARGET_S:g} {met} |")
     return "\n".join(lines) + "\n"
@@ -195,7 +218,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                   flush=True)  # fmt: skip
         browser.close()
     rows = summary(samples)
-    result = {
+    result: dict[str, Any] = {
         "command": command,
         "baseline": args.baseline,
         "contexts": args.contexts,
@@ -206,7 +229,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "first_chart_element_s": shells,  # the same visits, stamped as ui_timing's "first chart (cold)" does
         "machine": machine_facts(load_start),
     }
-    save_results(args.out, args.name, result, markdown(rows, trees, labels, args.contexts, command.strip(), ready))
+    save_results(
+        args.out, args.name, _finite(result), markdown(rows, trees, labels, args.contexts, command.strip(), ready)
+    )
     return result
 
 
