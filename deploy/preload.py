@@ -57,9 +57,9 @@ def head_tag(chunk: str | None = None) -> bytes:
 
 HEAD_TAG = head_tag()
 
-# Pages (URL paths; "" is Home) that open without a Plotly chart: Home, and Paper claims, which shows tables. There the evaluation would only delay the first paint (Home's by about 0.9 s on a
-# 2-core machine, measured with Streamlit's full bundle). tests/test_app_pages.py checks this list against what each
-# page draws at open.
+# Pages (URL paths; "" is Home) that open without a Plotly chart: Home, and Paper claims, which shows tables. There
+# the evaluation would only delay the first paint (Home's by about 0.9 s on a 2-core machine, measured with
+# Streamlit's full bundle). tests/test_app_pages.py checks this list against what each page draws at open.
 NO_CHART_AT_OPEN = frozenset({"", "Paper_claims"})
 
 

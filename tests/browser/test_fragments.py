@@ -198,11 +198,12 @@ def empty_cache_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str
 def test_kernels_button_job_shows_its_progress_and_result_in_the_fragment(page: Page, empty_cache_server: str) -> None:
     """The Monte Carlo button reruns its tab only; the job still shows its progress bar, then the measured points."""
     endings = record_run_endings(page)
-    page.goto(f"{empty_cache_server}/Kernels?n=64&d=8")  # 1000 draws at d = 8: about 3 s, so it waits for its button
+    # 2000 draws at d = 16: estimated 5 s (about 4.6 s measured), so it waits for its button.
+    page.goto(f"{empty_cache_server}/Kernels?n=64&d=16&draws=2000")
     wait_for_app(page)
     traces_before = first_plot(page, "plot.data.length")
     endings.clear()
-    page.get_by_role("button", name="Measure with 1000 draws").click()
+    page.get_by_role("button", name="Measure with 2000 draws").click()
     page.locator("[data-testid='stProgress']").first.wait_for(timeout=30_000)
     page.locator("[data-testid='stProgress']").first.wait_for(state="detached", timeout=90_000)
     wait_for_app(page)
@@ -213,7 +214,7 @@ def test_kernels_button_job_shows_its_progress_and_result_in_the_fragment(page: 
 def test_kernels_cancel_in_a_fragment_stops_the_job_at_once(page: Page, empty_cache_server: str) -> None:
     """A click inside a fragment waits for the fragment's run in Streamlit; Cancel must still stop the job now."""
     endings = record_run_endings(page)
-    page.goto(f"{empty_cache_server}/Kernels?n=64&d=8&draws=5000")  # about 16 s of work
+    page.goto(f"{empty_cache_server}/Kernels?n=64&d=16&draws=5000")  # about 12 s of work
     wait_for_app(page)
     traces_before = first_plot(page, "plot.data.length")
     endings.clear()
@@ -222,7 +223,7 @@ def test_kernels_cancel_in_a_fragment_stops_the_job_at_once(page: Page, empty_ca
     cancel.wait_for(timeout=30_000)
     page.wait_for_timeout(1000)
     cancel.click()
-    cancel.wait_for(state="detached", timeout=8_000)  # not after the job's 16 s
+    cancel.wait_for(state="detached", timeout=8_000)  # not after the job's 12 s
     page.get_by_text("press Measure with 5000 draws to start", exact=False).wait_for(timeout=8_000)
     wait_for_app(page)
     assert first_plot(page, "plot.data.length") == traces_before, "the cancelled job's points were drawn"
