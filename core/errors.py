@@ -9,3 +9,17 @@ class ParameterError(ValueError):
     def __init__(self, name: str, message: str) -> None:
         self.parameter = name
         super().__init__(f"{name}: {message}")
+
+
+class ConfigError(ParameterError):
+    """An ``ATTN_EXPLORER_*`` environment variable (``core.config``) holds a value outside its allowed range.
+
+    ``problems``: (variable, value, allowed) for each bad variable; the message names all of them."""
+
+    def __init__(self, problems: list[tuple[str, str, str]]) -> None:
+        if not problems:
+            raise ValueError("ConfigError needs at least one problem")
+        self.problems = list(problems)
+        self.parameter = problems[0][0]
+        lines = [f"{variable}: {raw!r} is not allowed; it must be {allowed}" for variable, raw, allowed in problems]
+        ValueError.__init__(self, "\n".join(lines))  # every line names its variable, as ParameterError's message does

@@ -16,18 +16,18 @@ non-GEMM work), and bytes count every dense n x n tensor a page keeps plus tempo
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from core import config
 from core.errors import ParameterError
 
 GIB = 1024**3
-DEFAULT_MEMORY_LIMIT = 4 * GIB
-DEFAULT_JOB_SECONDS = 60.0
-MEMORY_ENV = "ATTN_EXPLORER_MEMORY_LIMIT"
-SECONDS_ENV = "ATTN_EXPLORER_JOB_SECONDS"
+DEFAULT_MEMORY_LIMIT = config.default("memory_limit")
+DEFAULT_JOB_SECONDS = config.default("job_seconds")
+MEMORY_ENV = config.variable("memory_limit")
+SECONDS_ENV = config.variable("job_seconds")
 # Effective floating-point rate assumed for the time estimates: well under what two busy CPU cores reach on
 # this engine's mixed GEMM/element-wise work, so estimates err towards refusing.
 ASSUMED_FLOPS_PER_SECOND = 5.0e8
@@ -65,27 +65,14 @@ ROBUST_PCA_FLOPS_PER_SECOND = 1.5e10
 BASE_BYTES = 64 * 2**20
 
 
-def _env_number(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if raw is None or not raw.strip():
-        return default
-    try:
-        value = float(raw)
-    except ValueError as exc:
-        raise ParameterError(name, f"must be a positive number, got {raw!r}") from exc
-    if not math.isfinite(value) or value <= 0:
-        raise ParameterError(name, f"must be a positive number, got {raw!r}")
-    return value
-
-
 def memory_limit_bytes() -> int:
-    """Bytes one computation may use: env ATTN_EXPLORER_MEMORY_LIMIT, default 4 GiB."""
-    return int(_env_number(MEMORY_ENV, DEFAULT_MEMORY_LIMIT))
+    """Bytes one computation may use: env ATTN_EXPLORER_MEMORY_LIMIT, default 4 GiB (``core.config``)."""
+    return int(config.read("memory_limit"))
 
 
 def job_seconds() -> float:
-    """Seconds one computation may take: env ATTN_EXPLORER_JOB_SECONDS, default 60."""
-    return _env_number(SECONDS_ENV, DEFAULT_JOB_SECONDS)
+    """Seconds one computation may take: env ATTN_EXPLORER_JOB_SECONDS, default 60 (``core.config``)."""
+    return float(config.read("job_seconds"))
 
 
 @dataclass(frozen=True)

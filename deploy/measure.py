@@ -5,7 +5,7 @@
 Each browser is a fresh headless Chromium context (its own sticky cookie), opened one after another; the link is
 loaded until the page's script run ends. Printed: the replica each browser landed on and its load time, each
 replica's resident memory (VmRSS of the process group) at idle and after the loads, and the shared cache's
-(hits, misses). Sizes the memory per replica in the README's "Hosted deployment" section.
+(hits, misses). Sizes the memory per replica in docs/deploying.md.
 """
 
 from __future__ import annotations

@@ -20,11 +20,13 @@ import streamlit as st
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from core import config
+
 PLOTLY_JS_VERSION = "4.1.1"
 BUNDLE_NAME = f"plotly-cartesian-{PLOTLY_JS_VERSION}.min.js"
 BUNDLE_FILE = Path(__file__).resolve().parent.parent / "assets" / "vendor" / BUNDLE_NAME
 BUNDLE_PATH = f"vendor/{BUNDLE_NAME}"  # URL path under the app's base URL path (each page is one level below it)
-BUNDLE_VARIABLE = "ATTN_EXPLORER_PLOTLY_BUNDLE"  # "served" where this middleware serves BUNDLE_PATH
+BUNDLE_VARIABLE = config.variable("plotly_bundle")  # "served" where this middleware serves BUNDLE_PATH
 
 # Fetches and evaluates the bundle once per page: every chart (ui/plotly_chart.py) and the head tag share the promise.
 LOADER = (
@@ -57,11 +59,6 @@ def head_tag(chunk: str | None = None) -> bytes:
 
 HEAD_TAG = head_tag()
 
-# Pages (URL paths; "" is Home) that open without a Plotly chart: Home, and Paper claims, which shows tables. There
-# the evaluation would only delay the first paint (Home's by about 0.9 s on a 2-core machine, measured with
-# Streamlit's full bundle). tests/test_app_pages.py checks this list against what each page draws at open.
-NO_CHART_AT_OPEN = frozenset({"", "Paper_claims"})
-
 
 def page_path(scope: Scope) -> str:
     """The page's URL path without the mount point, the base URL path and slashes ("" for Home)."""
@@ -78,7 +75,13 @@ class PlotlyBundle:
     requests pass through untouched."""
 
     def __init__(self, app: ASGIApp, bundle: Path = BUNDLE_FILE) -> None:
+        # Imported here, not at the top: importing `ui` before st.App has read Streamlit's config would be too early.
+        from ui.page_registry import NO_CHART_AT_OPEN
+
         self.app = app
+        # Pages that open without a Plotly chart (Home, Paper claims' tables) get no head start: there the evaluation
+        # would only delay the first paint (Home's by about 0.9 s on a 2-core machine, with Streamlit's full bundle).
+        self.no_chart_at_open = NO_CHART_AT_OPEN
         self.bundle = bundle.read_bytes()
         self.bundle_gzip = gzip.compress(self.bundle, compresslevel=9)
 
@@ -90,7 +93,7 @@ class PlotlyBundle:
         if path == BUNDLE_PATH or path.endswith(f"/{BUNDLE_PATH}"):  # e.g. under a page's URL with a trailing slash
             await self._send_bundle(scope, send)
             return
-        if scope["method"] != "GET" or path in NO_CHART_AT_OPEN:
+        if scope["method"] != "GET" or path in self.no_chart_at_open:
             await self.app(scope, receive, send)
             return
         start: Message | None = None

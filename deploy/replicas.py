@@ -35,7 +35,6 @@ from deploy.processes import SERVER_SCRIPT, Process, free_port, spawn, stop, wai
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = Path(__file__).with_name("nginx.conf.template")
 COOKIE = "ae_replica"
-DEFAULT_CACHE_DIR = REPO_ROOT / ".cache" / "results"  # the shared cache's agreed default (ui/result_cache.py)
 START_TIMEOUT_S = 90.0
 
 
@@ -158,12 +157,15 @@ def deployment(
             # directory nobody can reach, which a private run dir (mode 700 parents) is not.
             temp_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="attn-nginx-temp-")))
             temp_dir.chmod(0o755)
+        from core import config  # here, not at the top: core loads torch, which only the servers need
+
         if cache_dir is None:
-            cache_dir = Path(os.environ.get("ATTN_EXPLORER_CACHE_DIR") or DEFAULT_CACHE_DIR)
+            configured = config.read("cache_dir")
+            cache_dir = Path(configured) if configured is not None else config.DEFAULT_CACHE_DIR
         cache_dir.mkdir(parents=True, exist_ok=True)
         env = {
             **os.environ,
-            "ATTN_EXPLORER_CACHE_DIR": str(cache_dir),
+            config.variable("cache_dir"): str(cache_dir),
             # One secret for all replicas, so a cookie Streamlit signs on one is valid on the others.
             "STREAMLIT_SERVER_COOKIE_SECRET": secrets.token_hex(32),
             "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false",
@@ -246,6 +248,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             end="",
         )
         return 0
+    from core import config
+    from core.errors import ConfigError
+
+    try:  # each replica checks it too, but one message here beats N replicas failing to start
+        config.validate_environment()
+    except ConfigError as error:
+        print(f"not started, a setting is out of range (python -m core.config lists them):\n{error}", file=sys.stderr)
+        return 2
     signal.signal(signal.SIGTERM, _raise_on_sigterm)
     with deployment(
         args.replicas,

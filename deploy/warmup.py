@@ -35,7 +35,6 @@ if not _log.handlers:  # Streamlit configures only its own loggers; the warm-up'
     _log.setLevel(logging.INFO)
     _log.propagate = False
 
-VARIABLE = "ATTN_EXPLORER_WARMUP"
 LINK_TIMEOUT_S = 240.0  # a link whose runs have not finished by then is given up (the job limit ends it sooner)
 MAX_PRESSES = 4  # primary buttons pressed per link (one rerun each)
 IDLE_S = 1.0  # the server must have had no script run for this long before a link starts
@@ -45,17 +44,18 @@ DONE_LINE = "warm-up finished"  # logged once, for operators and the first-visit
 
 
 def enabled() -> bool:
-    from ui.prefetch import switched_on
+    """``ATTN_EXPLORER_WARMUP`` (``core.config``), default on."""
+    from core import config
 
-    return switched_on(VARIABLE)
+    return bool(config.read("warmup"))
 
 
 def links() -> list[str]:
     """URL paths (page plus query) to warm, in the order a class meets them: pages, presets, lesson steps."""
-    from ui import lessons
+    from ui import lessons, page_registry
     from ui.presets import PRESETS
 
-    paths = list(lessons.page_paths())  # "" (Home) first, then pages/ in the app's order
+    paths = list(page_registry.url_paths())  # "" (Home) first, then pages/ in the app's order
     paths += [f"{p.page}?{p.query}" if p.query else p.page for p in PRESETS]
     for lesson in lessons.lessons().values():
         paths += [lesson.step_url(i).removeprefix("./") for i in range(len(lesson.steps))]
@@ -86,7 +86,7 @@ def _split(path: str) -> tuple[str, str]:
 
 
 async def _read_run(ws: Any, run: _Run, should_yield: Callable[[], bool]) -> None:
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+    from ui import streamlit_compat
 
     while not run.finished:
         if should_yield():
@@ -95,7 +95,7 @@ async def _read_run(ws: Any, run: _Run, should_yield: Callable[[], bool]) -> Non
             data = await asyncio.wait_for(ws.recv(), POLL_S)
         except TimeoutError:
             continue
-        msg = ForwardMsg()
+        msg = streamlit_compat.forward_msg()
         msg.ParseFromString(data)
         kind = msg.WhichOneof("type")
         if kind == "page_not_found":
@@ -119,7 +119,8 @@ async def warm_link(stream_url: str, path: str, should_yield: Callable[[], bool]
     """Open ``path`` in a new session of the server at ``stream_url``, then press its enabled primary buttons one
     rerun at a time (each button once). Yields (closes the session) as soon as ``should_yield()`` is true."""
     import websockets
-    from streamlit.proto.BackMsg_pb2 import BackMsg
+
+    from ui import streamlit_compat
 
     result = LinkResult(path)
     page, query = _split(path)
@@ -128,7 +129,7 @@ async def warm_link(stream_url: str, path: str, should_yield: Callable[[], bool]
     try:
         async with asyncio.timeout(LINK_TIMEOUT_S):
             async with websockets.connect(stream_url, subprotocols=["streamlit"], max_size=None) as ws:  # type: ignore[list-item]
-                request = BackMsg()
+                request = streamlit_compat.back_msg()
                 request.rerun_script.query_string = query
                 request.rerun_script.page_name = page
                 while True:
@@ -144,7 +145,7 @@ async def warm_link(stream_url: str, path: str, should_yield: Callable[[], bool]
                     widget_id, label = todo[0]
                     pressed.add(label)
                     result.presses += 1
-                    request = BackMsg()
+                    request = streamlit_compat.back_msg()
                     request.rerun_script.query_string = query
                     request.rerun_script.page_name = page
                     state = request.rerun_script.widget_states.widgets.add()

@@ -91,8 +91,9 @@ def test_reads_do_not_wait_for_the_config_lock() -> None:
 def test_import_heap_is_frozen_out_of_the_post_run_collection() -> None:
     import torch
 
-    import ui  # noqa: F401  (installs ui.serving)
+    import ui  # noqa: F401  (the app's modules, as the server has them when it installs ui.serving)
 
+    serving.install()  # what deploy/serve.py does at the server's start
     assert gc.get_freeze_count() > 50_000
     # Frozen objects sit in the permanent generation, which gc.collect (and gc.get_objects) never walks.
     assert not any(obj is torch.nn.Module for obj in gc.get_objects())
@@ -107,11 +108,14 @@ def test_a_bad_mmap_threshold_is_named_with_its_range_and_not_applied(
     raw: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from core import profiling
+    from core.errors import ConfigError
 
     calls: list[int] = []
     monkeypatch.setattr(profiling, "set_mmap_threshold", lambda n: calls.append(n) or True)
-    message = serving.apply_mmap_threshold({serving.MMAP_BYTES_VARIABLE: raw})
-    assert message is not None and "ATTN_EXPLORER_MALLOC_MMAP_BYTES" in message and "0 to 33554432" in message
+    with pytest.raises(ConfigError) as refused:
+        serving.apply_mmap_threshold({serving.MMAP_BYTES_VARIABLE: raw})
+    message = str(refused.value)
+    assert "ATTN_EXPLORER_MALLOC_MMAP_BYTES" in message and repr(raw) in message and "0 to 33554432" in message
     assert calls == []
 
 

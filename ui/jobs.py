@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 import torch
 
 from core import cancel as core_cancel
-from core import limits
+from core import config, limits
 from core.cancel import Cancelled, CancelToken
 from core.device import cpu_threads
 
@@ -40,9 +40,9 @@ T = TypeVar("T")
 LIGHT_SECONDS = 2.0  # estimated work below this runs at once in the page's own thread, never queued
 POLL_SECONDS = 0.2  # how often a waiting page refreshes its status (and notices that it was stopped)
 WATCHDOG_SECONDS = 0.5  # how often the watchdog looks for jobs whose sessions have gone
-# Attention-matrix entries a page's engine work gets through per second on the reference 2-core CPU: the
-# default 12-temperature sweep (12 x 4 heads x 512^2 x 4 passes = 5e7 entries) added about 1.6 s to a cold
-# Error vs entropy page in benchmarks/results/ui_timing.json. Only used to tell light work from heavy work.
+# Attention-matrix entries a page's engine work gets through per second on the reference 2-core CPU (the
+# default 12-temperature sweep touches 12 x 4 heads x 512^2 x 4 passes = 5e7). Only used to tell light work from
+# heavy work.
 ELEMENTS_PER_SECOND = 3e7
 
 
@@ -58,17 +58,8 @@ def cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _slots_setting(variable: str) -> int | None:
-    """A slot count from the environment (1 to 64), or None when unset or not a positive integer."""
-    try:
-        value = int(os.environ.get(variable, "").strip())
-    except ValueError:
-        return None
-    return min(value, 64) if value >= 1 else None
-
-
 def default_slots() -> int:
-    configured = _slots_setting("ATTN_EXPLORER_SLOTS")
+    configured = config.read("slots")  # ATTN_EXPLORER_SLOTS
     if configured is not None:
         return configured
     if torch.cuda.is_available():
@@ -78,7 +69,8 @@ def default_slots() -> int:
 
 def light_slots() -> int:
     """How many light computations run at once (``ATTN_EXPLORER_LIGHT_SLOTS``, default: one per core)."""
-    return _slots_setting("ATTN_EXPLORER_LIGHT_SLOTS") or cores()
+    configured = config.read("light_slots")
+    return configured if configured is not None else cores()
 
 
 _light_gates: dict[int, threading.BoundedSemaphore] = {}
@@ -353,11 +345,9 @@ class Scheduler:
 
 def streamlit_session_active(session_id: str) -> bool | None:
     """True/False from the Streamlit runtime; None where there is no runtime (tests, bare scripts)."""
-    from streamlit import runtime
+    from ui import streamlit_compat
 
-    if not runtime.exists():
-        return None
-    return bool(runtime.get_instance().is_active_session(session_id))
+    return streamlit_compat.session_active(session_id)
 
 
 def _store_result(name: str, key: str, value: Any) -> None:
@@ -402,9 +392,9 @@ def page_token() -> CancelToken | None:
     its next Streamlit call, so a long engine loop computing in the page thread would go on. The engine's loops
     check this token (``core.cancel.set_fallback``). One token per script runner: a stopped runner never reruns.
     """
-    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+    from ui import streamlit_compat
 
-    ctx = get_script_run_ctx(suppress_warning=True)
+    ctx = streamlit_compat.script_run_ctx()
     if ctx is None:
         return None
     token = getattr(ctx, PAGE_TOKEN_ATTRIBUTE, None)
@@ -413,8 +403,7 @@ def page_token() -> CancelToken | None:
 
         def stopped() -> str | None:
             # Not a public API: where Streamlit renames it, page-thread work runs on as before (jobs still stop).
-            state = getattr(getattr(requests, "_state", None), "name", None)
-            return STOPPED_REASON if state == "STOP" else None
+            return STOPPED_REASON if streamlit_compat.script_request_state(requests) == "STOP" else None
 
         token = CancelToken(watch=stopped if requests is not None else None)
         setattr(ctx, PAGE_TOKEN_ATTRIBUTE, token)
@@ -428,19 +417,19 @@ def _halt() -> None:
     """End this page run here, still drawing the page's footer (notices, share link), or the fragment's end."""
     import streamlit as st
 
-    from ui import state
+    from ui import page_lifecycle
 
     try:
-        state.finish_stopped()
+        page_lifecycle.finish_stopped()
     except (AttributeError, KeyError, RuntimeError):  # a bare script without ui.page()
         pass
     st.stop()
 
 
 def _session_id() -> str:
-    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+    from ui import streamlit_compat
 
-    ctx = get_script_run_ctx(suppress_warning=True)
+    ctx = streamlit_compat.script_run_ctx()
     return ctx.session_id if ctx is not None else f"thread-{threading.get_ident()}"
 
 
@@ -451,18 +440,14 @@ def _click_waits_in_this_fragment() -> bool:
     Cancel click under a job's progress bar would wait for the job. This reads the runner's pending request (not
     a public API): if Streamlit changes it, this answers False and the change waits as Streamlit decides.
     """
-    from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState, get_script_run_ctx
+    from ui import streamlit_compat
 
-    ctx = get_script_run_ctx(suppress_warning=True)
-    fragment = ThreadState.get().fragment_id if ctx is not None else None
+    ctx = streamlit_compat.script_run_ctx()
+    fragment = streamlit_compat.script_thread_state().fragment_id if ctx is not None else None
     requests = getattr(ctx, "script_requests", None)
     if fragment is None or requests is None:
         return False
-    try:
-        pending = requests._state.name == "RERUN"
-        return bool(pending and fragment in requests._rerun_data.fragment_id_queue)
-    except AttributeError:
-        return False
+    return fragment in streamlit_compat.pending_rerun_fragment_ids(requests)
 
 
 def _status_text(sched: Scheduler, job: Job, title: str) -> str:
@@ -498,8 +483,7 @@ def run_heavy(
     """
     import streamlit as st
 
-    from ui import result_cache
-    from ui import state as page_state
+    from ui import page_lifecycle, result_cache
 
     full = result_cache.make_key(name, key)
     hit = result_cache.get_key(full)
@@ -553,7 +537,7 @@ def run_heavy(
                 break
             if _click_waits_in_this_fragment():
                 # Stop waiting so the click (Cancel, a changed knob) acts now, as it does outside fragments.
-                st.rerun(scope="fragment" if page_state.fragment_rerun() else "app")
+                st.rerun(scope="fragment" if page_lifecycle.fragment_rerun() else "app")
     finally:
         if not job.finished_state:
             sched.release(job, session_id)

@@ -19,13 +19,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import os
 from typing import Any
 
 import plotly.graph_objects as go
 import streamlit as st
 
-from deploy.preload import BUNDLE_VARIABLE, LOADER
+from core import config
+from deploy.preload import LOADER
 
 COMPONENT_NAME = "attention_explorer.plotly_chart"
 TEST_ID = "aePlotlyChart"
@@ -53,7 +53,7 @@ export default function ({{ data, parentElement }}) {{
 
 
 def bundle_served() -> bool:
-    return os.environ.get(BUNDLE_VARIABLE) == "served"
+    return config.read("plotly_bundle") == "served"  # deploy.preload.BUNDLE_VARIABLE
 
 
 @functools.cache

@@ -27,7 +27,6 @@ import importlib
 import io
 import json
 import math
-import os
 import sqlite3
 import threading
 import time
@@ -41,10 +40,12 @@ import numpy as np
 import torch
 
 from core import cancel as core_cancel
+from core import config
+from ui import streamlit_compat
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_DIR = ROOT / ".cache" / "results"
-DEFAULT_BYTES = 1024**3
+DEFAULT_DIR = config.DEFAULT_CACHE_DIR
+DEFAULT_BYTES = config.default("cache_bytes")
 META = "__meta__"
 _ALLOWED_MODULES = ("core", "ui")  # dataclasses are rebuilt only from the project's own modules
 
@@ -67,23 +68,14 @@ ENGINE_VERSION = _engine_version()
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("ATTN_EXPLORER_CACHE_DIR") or DEFAULT_DIR)
-
-
-def _bytes_setting(variable: str, default: int, least: int) -> int:
-    """A byte count from the environment (``1e9`` is accepted), at least ``least``; ``default`` when unset or bad."""
-    raw = os.environ.get(variable)
-    if not raw:
-        return default
-    try:
-        value = int(float(raw))
-    except (ValueError, OverflowError):
-        return default
-    return max(value, least)
+    """``ATTN_EXPLORER_CACHE_DIR`` (``core.config``), default ``DEFAULT_DIR``."""
+    configured = config.read("cache_dir")
+    return Path(configured) if configured is not None else DEFAULT_DIR
 
 
 def size_limit() -> int:
-    return _bytes_setting("ATTN_EXPLORER_CACHE_BYTES", DEFAULT_BYTES, 1)
+    """``ATTN_EXPLORER_CACHE_BYTES`` (default 1 GiB)."""
+    return int(config.read("cache_bytes"))
 
 
 _lock = threading.Lock()
@@ -220,14 +212,14 @@ def decode(data: bytes) -> Any:
 
 # ------------------------------------------------------------------ the process's memory layer
 
-DEFAULT_MEMORY_BYTES = 384 * 2**20
+DEFAULT_MEMORY_BYTES = config.default("memory_cache_bytes")
 VALUE_OVERHEAD_BYTES = 4096  # charged per value on top of its arrays (objects, dicts, small fields)
 _LOCK_STRIPES = 64
 
 
 def memory_limit() -> int:
     """``ATTN_EXPLORER_MEMORY_CACHE_BYTES`` (default 384 MiB); 0 turns the memory layer off."""
-    return _bytes_setting("ATTN_EXPLORER_MEMORY_CACHE_BYTES", DEFAULT_MEMORY_BYTES, 0)
+    return int(config.read("memory_cache_bytes"))
 
 
 def _walk(value: Any, visit: Callable[[np.ndarray], None]) -> None:
@@ -435,13 +427,8 @@ def flush_writes() -> None:
 def _evict(cache: diskcache.Cache, limit: int) -> None:
     """Drop least-recently-used entries, one at a time, until the cache fits its bound."""
     while cache.volume() > limit:
-        with cache.transact(retry=True):
-            row = cache._sql("SELECT key, raw FROM Cache ORDER BY access_time LIMIT 1").fetchone()
-        if row is None:
-            return
-        stored, raw = row
-        key = cache._disk.get(stored, raw)
-        if not cache.delete(key, retry=True):
+        key = streamlit_compat.oldest_entry_key(cache)
+        if key is None or not cache.delete(key, retry=True):
             return
 
 

@@ -1,8 +1,9 @@
 """Process-level tuning for serving a class: many sessions at once on one server process.
 
 Two Streamlit 1.67 behaviours made 40 cached sessions of one link take 10-25 s together while one alone takes
-well under a second; ``install()`` (run once, when the ``ui`` package is first imported) removes both, and starts
-the idle trimmer of point 3.
+well under a second; ``install()`` removes both, and starts the idle trimmer of point 3. The server calls it once,
+at its start (``deploy/serve.py``); importing ``ui`` changes nothing in Streamlit. Streamlit's internals used here
+go through ``ui/streamlit_compat.py``.
 
 1. The import heap in every post-run garbage collection. Streamlit runs ``gc.collect(2)`` after every script run
    (``runner.postScriptGC``): a full collection over every tracked object, about 0.15 s for the 256,000 objects
@@ -28,12 +29,12 @@ CPU tensors among them) in its heap, so a server's resident memory after a class
 not what it still holds: after each wave of 40 + 20 sessions the load benchmark saw 1.5-2.6 GiB, up and down with
 no trend, and 1.7 and 2.6 GiB once it had settled before waves 2 and 3 (with the trimmer: 1.3 and 1.5). A thread
 (``IdleTrimmer``) calls ``malloc_trim(0)`` when no script run or job is in progress and the process has used some
-CPU since its last trim. ``ATTN_EXPLORER_TRIM=0`` turns it off.
+CPU since its last trim. ``ATTN_EXPLORER_TRIM=0`` turns it off (``core.config``).
 
 4. A lower memory peak, on request: ``ATTN_EXPLORER_MALLOC_MMAP_BYTES`` (bytes, 0 to 32 MiB) makes glibc map every
 allocation of at least that size on its own and unmap it at free, instead of keeping it in the heap until the next
 trim. While a class computes, the server then holds only what is live; each large array costs fresh pages instead.
-See the README for the measured trade.
+docs/deploying.md says when to use it.
 
 5. Developer messages from browsers are refused. Any websocket client can send the messages of Streamlit's developer
 menu, whatever its toolbar shows: ``clear_cache`` empties every ``st.cache_data`` and ``st.cache_resource`` of the
@@ -41,40 +42,35 @@ process for every session (a stranger could make a whole class recompute, again 
 reruns scripts on file changes, and ``load_git_info`` sends the repository's remote and branch. ``install()`` wraps
 ``AppSession.handle_backmsg`` so that these are dropped (with a log line) unless ``ATTN_EXPLORER_DEVELOPER=1``;
 the app's config hides the menu that offers them (``client.toolbarMode = "viewer"``). The wrap is in place
-from the process's first script run (the first import of ``ui``); before it there is no cache to clear.
+before the server accepts its first session.
 """
 
 from __future__ import annotations
 
 import gc
 import logging
-import math
-import os
 import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from streamlit import config
+from core import config
+from ui import streamlit_compat
 
 _log = logging.getLogger(__name__)
 
 
-def _options() -> dict[str, Any]:
-    options = config._config_options  # noqa: SLF001  (read once: a reparse swaps in a whole new dict)
-    return options if options is not None else config.get_config_options()  # parses, under the lock
-
-
 def get_option(key: str) -> Any:
-    option = _options().get(key)
+    option = streamlit_compat.config_options().get(key)
     if option is None:
         raise RuntimeError(f'Config key "{key}" not defined.')  # Streamlit's own message
     return option.value
 
 
 def get_options_for_section(section: str) -> dict[str, Any]:
-    return {option.name: option.value for option in list(_options().values()) if option.section == section}
+    options = streamlit_compat.config_options()
+    return {option.name: option.value for option in list(options.values()) if option.section == section}
 
 
 _frozen = threading.Event()
@@ -139,45 +135,36 @@ def start_idle_trimmer() -> IdleTrimmer | None:
     """Start the trimming thread once per process (glibc only; not when ``ATTN_EXPLORER_TRIM=0``)."""
     global _trimmer
     from core import profiling
-    from ui.prefetch import switched_on
 
-    if _trimmer is None and switched_on("ATTN_EXPLORER_TRIM") and profiling.can_release_free_memory():
+    if _trimmer is None and config.read("trim") and profiling.can_release_free_memory():
         _trimmer = IdleTrimmer(server_busy, profiling.release_free_memory)
         threading.Thread(target=_trimmer.run_forever, name="attn-idle-trim", daemon=True).start()
     return _trimmer
 
 
-MMAP_BYTES_VARIABLE = "ATTN_EXPLORER_MALLOC_MMAP_BYTES"
+MMAP_BYTES_VARIABLE = config.variable("malloc_mmap_bytes")
 
 
 def apply_mmap_threshold(environ: Mapping[str, str] | None = None) -> str | None:
-    """Apply ``ATTN_EXPLORER_MALLOC_MMAP_BYTES`` if set. Returns None when all is well, else a message naming the
-    variable and its allowed range (the server then runs with glibc's defaults)."""
+    """Apply ``ATTN_EXPLORER_MALLOC_MMAP_BYTES`` if set. Returns None when all is well, else why it was not applied
+    (the server then runs with glibc's defaults). A value outside its range raises ``core.errors.ConfigError``."""
     from core import profiling
 
-    raw = (os.environ if environ is None else environ).get(MMAP_BYTES_VARIABLE, "").strip()
-    if not raw:
+    value = config.read("malloc_mmap_bytes", environ)
+    if value is None:
         return None
-    allowed = f"an integer number of bytes from 0 to {profiling.MMAP_THRESHOLD_MAX} (32 MiB), e.g. 1048576"
-    try:
-        value = float(raw)
-    except ValueError:
-        value = float("nan")
-    if not (math.isfinite(value) and value == int(value) and 0 <= value <= profiling.MMAP_THRESHOLD_MAX):
-        return f"{MMAP_BYTES_VARIABLE}={raw!r} ignored: it must be {allowed}"
-    if not profiling.set_mmap_threshold(int(value)):
+    if not profiling.set_mmap_threshold(value):
         return f"{MMAP_BYTES_VARIABLE} ignored: this C library has no glibc mallopt"
     return None
 
 
 DEVELOPER_MESSAGES = frozenset({"clear_cache", "set_run_on_save", "load_git_info"})
-DEVELOPER_VARIABLE = "ATTN_EXPLORER_DEVELOPER"
+DEVELOPER_VARIABLE = config.variable("developer")
 
 
 def developer_messages_allowed(environ: Mapping[str, str] | None = None) -> bool:
     """``ATTN_EXPLORER_DEVELOPER=1`` (or true/yes/on) lets browsers send the developer menu's messages."""
-    value = (os.environ if environ is None else environ).get(DEVELOPER_VARIABLE, "").strip().lower()
-    return value in {"1", "true", "yes", "on"}
+    return bool(config.read("developer", environ))
 
 
 def refuse_developer_messages(handle: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
@@ -200,16 +187,12 @@ def refuse_developer_messages(handle: Callable[[Any, Any], Any]) -> Callable[[An
 
 def install() -> None:
     """Route Streamlit's own config reads (``config.get_option`` / ``get_options_for_section``) to the lock-free
-    readers, freeze the import heap, start the idle trimmer, and refuse the developer menu's messages."""
-    from streamlit.runtime.app_session import AppSession
-
+    readers, freeze the import heap, start the idle trimmer, and refuse the developer menu's messages. Process-wide
+    and idempotent: the server's start calls it (``deploy/serve.py``), and the tests that need it."""
     # Only over Streamlit's own functions: AppTest swaps in a mock get_option for the length of a run (to set
     # global.appTest), and that mock must stay in charge.
-    if getattr(config.get_option, "__module__", None) in ("streamlit.config", __name__):
-        config.get_option = get_option
-    if getattr(config.get_options_for_section, "__module__", None) in ("streamlit.config", __name__):
-        config.get_options_for_section = get_options_for_section
-    AppSession.handle_backmsg = refuse_developer_messages(AppSession.handle_backmsg)  # type: ignore[method-assign]
+    streamlit_compat.install_config_readers(get_option, get_options_for_section)
+    streamlit_compat.wrap_handle_backmsg(refuse_developer_messages)
     freeze_import_heap()
     start_idle_trimmer()
     if not _mmap_applied.is_set():
