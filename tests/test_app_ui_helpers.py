@@ -3,22 +3,16 @@
 from __future__ import annotations
 
 import io
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from ui import compute, figures, state  # noqa: E402
+from ui import compute, figures, url_params
 
 
 def test_int_parser_clamps_rounds_and_rejects_text() -> None:
-    parse = state.int_parser("n", 16, 4096)
+    parse = url_params.int_parser("n", 16, 4096)
     assert parse(["512"]) == (512, None)
     value, note = parse(["99999"])
     assert value == 4096 and "maximum 4096" in note
@@ -33,7 +27,7 @@ def test_int_parser_clamps_rounds_and_rejects_text() -> None:
 
 def test_snap_parser_snaps_in_log_space_and_accepts_fractions() -> None:
     options = [0.1, 0.2, 0.5, 1.0]
-    parse = state.snap_parser("tau", options, lambda x: f"{x:g}", log=True)
+    parse = url_params.snap_parser("tau", options, lambda x: f"{x:g}", log=True)
     assert parse(["0.5"]) == (0.5, None)
     value, note = parse(["0.3"])  # log-nearest: |ln 0.3/0.2| = 0.405 < |ln 0.5/0.3| = 0.511
     assert value == 0.2 and "nearest" in note
@@ -45,19 +39,19 @@ def test_snap_parser_snaps_in_log_space_and_accepts_fractions() -> None:
 
 def test_choice_and_multi_parsers_accept_ids_and_labels() -> None:
     labels = {"real": "Real model", "gaussian": "Gaussian"}
-    parse = state.choice_parser("input", ["gaussian", "real"], lambda o: labels[o])
+    parse = url_params.choice_parser("input", ["gaussian", "real"], lambda o: labels[o])
     assert parse(["real"]) == ("real", None)
     assert parse(["Real model"]) == ("real", None)
     value, note = parse(["<script>" * 50])
     assert value is None and len(note) < 300
-    multi = state.multi_parser("methods", ["lsh", "performer"], 5)
+    multi = url_params.multi_parser("methods", ["lsh", "performer"], 5)
     value, note = multi(["performer", "bogus", "lsh", "performer"])
     assert value == ["performer", "lsh"] and "bogus" in note
 
 
 def test_cut_makes_hostile_values_short_and_printable() -> None:
-    text = state._cut("a`b\x00" + "x" * 500)
-    assert "`" not in text and "\x00" not in text and len(text) <= state.NOTICE_VALUE_CHARS + 1
+    text = url_params.cut_value("a`b\x00" + "x" * 500)
+    assert "`" not in text and "\x00" not in text and len(text) <= url_params.NOTICE_VALUE_CHARS + 1
 
 
 @pytest.mark.parametrize("n", [64, 100])

@@ -1,6 +1,6 @@
 """Hostile links: whatever a stranger puts in the URL, every page renders with notices, never an exception.
 
-Each page's URL parameters are discovered by running it once (the controls ui.state registered), plus every
+Each page's URL parameters are discovered by running it once (the controls ui.widgets registered), plus every
 method knob of the registry on pages with a method picker, the non-widget keys (lesson, hide) and an unknown
 key. Hypothesis then draws hostile values for them (infinities, NaN, huge and negative numbers, fractions,
 wrong types, repeated keys, very long and unicode text), derandomized so CI sees the same cases every run.
@@ -8,24 +8,19 @@ wrong types, repeated keys, very long and unicode text), derandomized so CI sees
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # the pages import `ui` and `core` from the repo root, as `streamlit run` does
-    sys.path.insert(0, str(ROOT))
+import core
+from core import limits
+from ui import page_registry, url_params
 
-import core  # noqa: E402
-from core import limits  # noqa: E402
-from ui import state  # noqa: E402
-
-PAGES = ["app.py", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pages").glob("*.py"))]
+PAGES = [p.file for p in page_registry.ALL_PAGES]
 # Small work per page, so the examples are about parsing, not computing (hostile values may override these).
 CHEAP: dict[str, dict[str, str]] = {
     "pages/2_Sparse_plus_low_rank.py": {"f4_draws": "1"},
@@ -83,30 +78,20 @@ HOSTILE_TEXT = [
     "`code`",
 ]
 
-
-def run_page(path: str, params: dict[str, str | list[str]]) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=RUN_LIMIT_S)
-    if path != "app.py":
-        at.switch_page(path)
-    for key, value in params.items():
-        at.query_params[key] = value
-    return at.run()
-
-
 _DISCOVERED: dict[str, list[str]] = {}
 
 
-def url_keys(path: str) -> list[str]:
+def url_keys(open_page: Callable[..., AppTest], path: str) -> list[str]:
     """Every URL parameter the page reads: its registered controls, method knobs, lesson/hide, an unknown."""
     if path not in _DISCOVERED:
-        at = run_page(path, {"n": "64", **CHEAP.get(path, {})})
+        at = open_page(path, timeout=RUN_LIMIT_S, n="64", **CHEAP.get(path, {}))
         assert not at.exception, [e.value for e in at.exception]
         keys = set(at.session_state["_ui_page"].controls)
         if "methods" in keys:
             for name, spec in core.methods().items():
                 keys.add(f"{name}_linked")
                 keys.update(f"{name}_{p.name}" for p in spec.params)
-        keys.update(state.PLAIN_KEYS)
+        keys.update(url_params.PLAIN_KEYS)
         keys.add(UNKNOWN_KEY)
         _DISCOVERED[path] = sorted(keys)
     return _DISCOVERED[path]
@@ -128,8 +113,8 @@ def _tight_limits(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("path", PAGES)
-def test_hostile_values_for_every_url_parameter_never_raise(path: str) -> None:
-    keys = url_keys(path)
+def test_hostile_values_for_every_url_parameter_never_raise(path: str, open_page) -> None:
+    keys = url_keys(open_page, path)
     assert len(keys) > 5, keys  # discovery found the page's controls
     CASES_TRIED[path] = 0
 
@@ -144,7 +129,7 @@ def test_hostile_values_for_every_url_parameter_never_raise(path: str) -> None:
     def check(hostile: dict[str, str | list[str]]) -> None:
         CASES_TRIED[path] += 1
         started = time.perf_counter()
-        at = run_page(path, {"n": "64", **CHEAP.get(path, {}), **hostile})
+        at = open_page(path, timeout=RUN_LIMIT_S, **{"n": "64", **CHEAP.get(path, {}), **hostile})
         elapsed = time.perf_counter() - started
         assert not at.exception, (hostile, [e.value for e in at.exception])
         assert elapsed <= RUN_LIMIT_S, (hostile, elapsed)
@@ -165,8 +150,8 @@ QUOTED = [
 
 
 @pytest.mark.parametrize(("path", "params", "label"), QUOTED, ids=[f"{p}?{q}" for p, q, _ in QUOTED])
-def test_quoted_hostile_urls(path: str, params: dict[str, str], label: str | None) -> None:
-    at = run_page(path, {"n": "64", **CHEAP.get(path, {}), **params})
+def test_quoted_hostile_urls(path: str, params: dict[str, str], label: str | None, open_page) -> None:
+    at = open_page(path, timeout=RUN_LIMIT_S, **{"n": "64", **CHEAP.get(path, {}), **params})
     assert not at.exception, [e.value for e in at.exception]
     if label is not None:  # the bad value is reported, naming the control
         said = "\n".join(w.value for w in at.warning)
