@@ -7,6 +7,7 @@ import streamlit as st
 
 import ui
 from core import claims
+from ui import claims_table
 from ui.controls.claims import claims_controls
 from ui.panels import claims as panels
 
@@ -31,7 +32,7 @@ if not selected:
     st.info("Pick at least one paper.")
 else:
     found = panels.measured_claims(selected, c.with_slow, c.with_real, s.seed, text)
-    rows, failing_real = claims.page_rows(selected, found, c.with_real, s.seed)
+    rows, failing_real = claims_table.page_rows(selected, found, c.with_real, s.seed)
     skipped_slow = [claim.id for claim in selected if claim.slow and not c.with_slow]
     if skipped_slow:
         st.info(f"Not run yet (slow, about a minute): {', '.join(skipped_slow)}. Turn on *Include the slow claims*.")

@@ -5,39 +5,34 @@ is tested in test_claims.py)."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
+from collections.abc import Callable
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from core import claims
-from ui import result_cache
+from ui import claims_table, result_cache
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-TIMEOUT = 240
 PAGE = "pages/9_Paper_claims.py"
 
 
-def run_page(*, measure: bool = False, **params: str | list[str]) -> AppTest:
-    """The page opened on ``params``; with ``measure``, then its Measure button pressed."""
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
-    at.switch_page(PAGE)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.run()
-    if measure and not at.exception:
-        at.button(key="measure").click().run()
-    return at
+@pytest.fixture
+def run_page(open_page: Callable[..., AppTest]) -> Callable[..., AppTest]:
+    def run(*, measure: bool = False, **params: str | list[str]) -> AppTest:
+        """The page opened on ``params``; with ``measure``, then its Measure button pressed."""
+        at = open_page(PAGE, **params)
+        if measure and not at.exception:
+            at.button(key="measure").click().run()
+        return at
+
+    return run
 
 
 def verdict_table(at: AppTest):  # type: ignore[no-untyped-def]
     return next(t.value for t in at.table if "verdict" in getattr(t.value, "columns", []))
 
 
-def test_long_measurements_wait_for_the_button(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_long_measurements_wait_for_the_button(monkeypatch, run_page) -> None:  # type: ignore[no-untyped-def]
     """At the defaults (every paper, about 12 s on 2 cores) the table opens at once with nothing measured."""
 
     def not_now(*args, **kwargs):  # type: ignore[no-untyped-def]
@@ -55,7 +50,7 @@ def test_long_measurements_wait_for_the_button(monkeypatch) -> None:  # type: ig
     assert any("already in the server's shared cache" in c.value for c in at.caption)
 
 
-def test_the_default_link_opens_on_the_committed_numbers_before_the_button(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_the_default_link_opens_on_the_committed_numbers_before_the_button(monkeypatch, run_page) -> None:  # type: ignore[no-untyped-def]
     """Seed 0 on the default text, nothing measured on this server: every fast claim's row shows the committed
     table's number and verdict, marked as committed, instead of "not measured yet"."""
 
@@ -83,7 +78,7 @@ def test_the_default_link_opens_on_the_committed_numbers_before_the_button(monke
     assert not any(cell.endswith(", committed)") for cell in other["measured now (clustered)"])
 
 
-def test_page_renders_the_claims_table() -> None:
+def test_page_renders_the_claims_table(run_page) -> None:
     at = run_page(papers="rank-vs-heads", slow="true", measure=True)
     assert not at.exception, [e.value for e in at.exception]
     assert at.title[0].value == "Paper claims"
@@ -96,14 +91,15 @@ def test_page_renders_the_claims_table() -> None:
     assert set(table["verdict"]) <= set(claims.VERDICTS)
     for claim, verdict, view in zip(expected, table["verdict"], table["view"], strict=True):
         assert verdict == claim.expected["clustered"], claim.id
-        assert view.startswith(f"[open]({claim.link.split('?')[0]}")  # a Markdown link in the static table
+        page = claims_table.view_link(claim).split("?")[0]
+        assert view.startswith(f"[open]({page}")  # a Markdown link in the static table
     assert all(v == "–" for v in table["measured now (real MiniLM heads)"])  # no real-head claims in this paper
     skipped = next(f for f in frames if "why not" in getattr(f, "columns", []))
     assert len(skipped) == len(claims.SKIPPED)
     assert {m.label for m in at.metric} == set(claims.VERDICTS)
 
 
-def test_slow_claims_wait_for_the_toggle_and_links_carry_the_seed() -> None:
+def test_slow_claims_wait_for_the_toggle_and_links_carry_the_seed(run_page) -> None:
     at = run_page(papers="rank-vs-heads", seed="3")
     assert not at.exception, [e.value for e in at.exception]
     assert at.toggle(key="slow").value is False
@@ -117,7 +113,7 @@ def test_slow_claims_wait_for_the_toggle_and_links_carry_the_seed() -> None:
     assert all("seed=3" in view for view in table["view"])
 
 
-def test_claims_are_measured_once_then_served_from_the_shared_cache(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_claims_are_measured_once_then_served_from_the_shared_cache(monkeypatch, run_page) -> None:  # type: ignore[no-untyped-def]
     original = claims.measure_plain
     first = run_page(papers="rank-vs-heads", seed="5")
     assert not first.exception, [e.value for e in first.exception]

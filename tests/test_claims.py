@@ -4,15 +4,14 @@ registry (an engine change that flips a claim fails here), and the verdict rules
 from __future__ import annotations
 
 import math
-import re
-from pathlib import Path
 
+import pandas as pd
 import pytest
 import torch
 
 from core import ParameterError, claims
+from ui import claims_table, page_registry
 
-ROOT = Path(__file__).resolve().parents[1]
 CASES = [(c.id, which) for c in claims.CLAIMS for which in c.inputs]
 
 
@@ -28,13 +27,17 @@ def test_claim_verdict_matches_the_registry(claim_id: str, which: str) -> None:
 def test_registry_is_well_formed() -> None:
     ids = [c.id for c in claims.CLAIMS]
     assert len(ids) == len(set(ids))
-    pages = {re.sub(r"^\d+_", "", p.stem) for p in (ROOT / "pages").glob("*.py")}
+    pages = set(page_registry.url_paths())
     for c in claims.CLAIMS:
         assert c.paper in claims.PAPERS.values()
         assert set(c.expected) == set(c.inputs), c.id
         assert all(v in claims.VERDICTS for v in c.expected.values()), c.id
-        assert c.link.split("?")[0] in pages, c.link
+        assert claims_table.view_link(c).split("?")[0] in pages, c.id
         assert c.statement and c.threshold
+    assert list(claims_table.VIEW_LINKS) == ids  # one view per claim, in the registry's order
+    for module in (claims.scatterbrain, claims.vcc, claims.performer_kernels, claims.rank_vs_heads):
+        assert module.PAPER.claims and all(c.id.startswith(module.PAPER.key + "-") for c in module.PAPER.claims)
+        assert all(cid.startswith(module.PAPER.key + "-") for cid, _ in module.PAPER.skipped)
     assert all(cid and why for cid, why in claims.SKIPPED)
     assert not set(ids) & {cid for cid, _ in claims.SKIPPED}
 
@@ -71,8 +74,8 @@ def test_bad_input_names_the_parameter(call: object, name: str) -> None:
 
 def test_a_wrong_threshold_fails_the_crossover_claim() -> None:
     """The same measurement as scatterbrain-13 against a crossover the paper does not state (beta* = 6)."""
-    holds = claims._crossover_measure(claims.SB_RUN1, 32, 2.9, 0.3, seed=0)
-    wrong = claims._crossover_measure(claims.SB_RUN1, 32, 6.0, 0.3, seed=0)
+    holds = claims.scatterbrain.crossover_measure(claims.scatterbrain.SB_RUN1, 32, 2.9, 0.3, seed=0)
+    wrong = claims.scatterbrain.crossover_measure(claims.scatterbrain.SB_RUN1, 32, 6.0, 0.3, seed=0)
     assert holds.verdict == claims.HOLDS
     assert wrong.verdict == claims.FAILS
     assert wrong.value == holds.value
@@ -109,7 +112,7 @@ def test_page_rows_combine_inputs_mark_not_run_and_real_failures() -> None:
         claims.result_key(both.id, "clustered"): {"value": 0.01, "verdict": claims.HOLDS, "detail": "a"},
         claims.result_key(both.id, "real"): {"value": None, "verdict": claims.FAILS, "detail": "b"},
     }
-    rows, failing_real = claims.page_rows([both, slow], found, with_real=True, seed=3)
+    rows, failing_real = claims_table.page_rows([both, slow], found, with_real=True, seed=3)
     assert failing_real == [both.id]
     assert rows[0]["verdict"] == claims.REGIME
     assert rows[0]["measured now (clustered)"] == "0.01 (holds)"
@@ -117,6 +120,17 @@ def test_page_rows_combine_inputs_mark_not_run_and_real_failures() -> None:
     assert rows[0]["how it was measured"] == "clustered: a | real: b"
     assert rows[0]["view"].endswith("seed=3")
     assert rows[1]["verdict"] == "not run" and rows[1]["measured now (real MiniLM heads)"] == "–"
-    assert claims.link_with_seed("Kernels", 0) == "Kernels"
-    assert claims.link_with_seed("Kernels", 2) == "Kernels?seed=2"
-    assert claims.link_with_seed("Kernels?d=8", 2) == "Kernels?d=8&seed=2"
+    assert claims_table.link_with_seed("Kernels", 0) == "Kernels"
+    assert claims_table.link_with_seed("Kernels", 2) == "Kernels?seed=2"
+    assert claims_table.link_with_seed("Kernels?d=8", 2) == "Kernels?d=8&seed=2"
+
+
+def test_shown_table_links_each_view_and_colours_cells_by_verdict() -> None:
+    row = {"paper": "p", "claim": "c-1: s", "threshold": "t", "verdict": claims.REGIME, "view": "Kernels?seed=2"}
+    row |= {"measured now (clustered)": "0.1 (holds)", "measured now (real MiniLM heads)": "–"}
+    shown = claims_table.shown_table(pd.DataFrame([row]))
+    assert list(shown.columns) == claims_table.SHOWN_COLUMNS  # the paper stays in the CSV only
+    assert shown["view"][0] == "[open](Kernels?seed=2)"
+    assert claims_table.measured_colour("0.1 (holds)") == claims_table.VERDICT_COLOURS[claims.HOLDS]
+    assert claims_table.verdict_colour(claims.FAILS) == claims_table.VERDICT_COLOURS[claims.FAILS]
+    assert claims_table.verdict_colour("not run") == "" and claims_table.measured_colour("–") == ""

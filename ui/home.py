@@ -2,20 +2,18 @@
 
 Every link is a plain anchor with ``target="_self"``: Streamlit opens a markdown link in a new tab, and a class that
 follows the Home page should stay in one tab (as the sidebar's links and a lesson's Next do). Links are relative, so
-they work under a proxy's path prefix too. The page list is read from the page files (their labels in
-``ui.sidebar.PAGE_LABELS``, their one line from the first paragraph of each file's docstring), so it cannot drift.
+they work under a proxy's path prefix too. The page list is read from ``ui.page_registry`` (each page's label, and its
+one line from the first paragraph of the script's docstring), so it cannot drift.
 """
 
 from __future__ import annotations
 
-import ast
 import html
 from dataclasses import dataclass
-from pathlib import Path
 
+from ui import page_registry
 from ui.lessons import Lesson
 from ui.presets import Preset
-from ui.sidebar import PAGE_LABELS, ROOT, page_files
 
 # What the optional features need from the system (the README's Quick start says the same).
 OWN_COPY = (
@@ -42,23 +40,9 @@ def link(href: str, label: str, *, bold: bool = True) -> str:
     return f'<a href="{html.escape(href, quote=True)}" target="_self">{text}</a>'
 
 
-def _summary(script: Path, label: str) -> str:
-    """The first paragraph of the script's docstring, without a leading "<label>: "."""
-    doc = ast.get_docstring(ast.parse(script.read_text(encoding="utf-8"))) or ""
-    line = " ".join(doc.split("\n\n")[0].split())
-    head, sep, rest = line.partition(": ")
-    if sep and head.lower() in (label.lower(), script.stem.split("_", 1)[-1].replace("_", " ").lower()):
-        line = rest
-    return line[:1].upper() + line[1:]
-
-
 def page_entries() -> list[PageEntry]:
     """Every page in pages/, in the sidebar's order."""
-    entries = []
-    for rel, name in page_files():
-        label = PAGE_LABELS.get(name, name.replace("_", " "))
-        entries.append(PageEntry(name, label, _summary(ROOT / rel, label)))
-    return entries
+    return [PageEntry(p.url_path, p.label, p.summary) for p in page_registry.PAGES]
 
 
 def page_list_html(entries: list[PageEntry]) -> str:

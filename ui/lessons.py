@@ -19,8 +19,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ui import page_registry
+
 LESSON_DIR = Path(__file__).resolve().parent.parent / "assets" / "lessons"
-PAGES_DIR = Path(__file__).resolve().parent.parent / "pages"
 GUIDE_KEY = "guide"
 STEP_KEY = "step"
 _ID = re.compile(r"[a-z0-9_]{1,40}")
@@ -64,14 +65,6 @@ class Lesson:
         return f"./{self.steps[index].page}?{self.step_query(index)}"
 
 
-def page_paths() -> dict[str, str]:
-    """URL path -> script, for Home and every file in pages/ (Streamlit names them without the number prefix)."""
-    paths = {"": "app.py"}
-    for file in sorted(PAGES_DIR.glob("*.py")):
-        paths[re.sub(r"^\d+_", "", file.stem)] = f"pages/{file.name}"
-    return paths
-
-
 def _text(raw: dict[str, Any], key: str, where: str, limit: int) -> str:
     value = raw.get(key)
     if not isinstance(value, str) or not value.strip():
@@ -107,7 +100,7 @@ def parse_lesson(lesson_id: str, raw: dict[str, Any]) -> Lesson:
     steps_raw = raw.get("steps")
     if not isinstance(steps_raw, list) or not 1 <= len(steps_raw) <= 20:
         raise LessonError(f"{where}: needs 1 to 20 [[steps]]")
-    pages = page_paths()
+    pages = page_registry.url_paths()
     steps = []
     for number, item in enumerate(steps_raw, start=1):
         at = f"{where}, step {number}"

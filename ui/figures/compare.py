@@ -13,9 +13,9 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from core import compare
-from ui.compute import block_reduce
 from ui.figures import GridCell, heatmap_grid, line_figure, method_colour
 from ui.figures.axes import use_decades
+from ui.figures.downsampling import block_reduce
 
 # ------------------------------------------------------------------ Compare
 

@@ -1,0 +1,82 @@
+"""Every page of the app, declared once: its script, URL path, label, one-line summary, and whether it opens on a chart.
+
+The sidebar's links, the Home page's list, the lessons' page check, the Plotly head start (``deploy/preload.py``), the
+warm-up's links, the tests and the benchmarks all read this list; ``tests/test_page_registry.py`` checks that it names
+exactly the files in ``pages/``. Streamlit still discovers the scripts itself (file-based multipage app), so a page's
+URL path is its file name less the number prefix, and the order here is Streamlit's order (by that number).
+
+Cheap to import: it imports nothing from Streamlit or the rest of ``ui``, and reads no file until a summary is asked
+for.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Page:
+    file: str  # script relative to the app root: "app.py" for Home, else "pages/N_Name.py"
+    url_path: str  # "" for Home, else the file name less its number prefix, e.g. "Sparse_plus_low_rank"
+    label: str  # the sidebar's and Home's name for it
+    # Draws a Plotly chart at open: deploy/preload.py gives those the Plotly head start; tests/test_app_pages.py checks
+    # it against what each page draws.
+    opens_on_chart: bool
+
+    @property
+    def script(self) -> Path:
+        return ROOT / self.file
+
+    @property
+    def summary(self) -> str:
+        """What the page shows, one sentence or two: the first paragraph of the script's docstring, less "<label>: "."""
+        return _summary(self.file, self.label)
+
+
+HOME = Page("app.py", "", "Home", opens_on_chart=False)
+PAGES: tuple[Page, ...] = (
+    Page("pages/1_Compare.py", "Compare", "Compare", opens_on_chart=True),
+    Page("pages/2_Sparse_plus_low_rank.py", "Sparse_plus_low_rank", "Sparse + low rank", opens_on_chart=True),
+    Page("pages/3_Error_vs_entropy.py", "Error_vs_entropy", "Error vs entropy", opens_on_chart=True),
+    Page("pages/4_Regime_map.py", "Regime_map", "Regime map", opens_on_chart=True),
+    Page("pages/5_VCC.py", "VCC", "VCC", opens_on_chart=True),
+    Page("pages/6_Rank_vs_heads.py", "Rank_vs_heads", "Rank vs heads", opens_on_chart=True),
+    Page("pages/7_Kernels.py", "Kernels", "Kernels", opens_on_chart=True),
+    Page("pages/8_Scaling.py", "Scaling", "Scaling", opens_on_chart=True),
+    Page("pages/9_Paper_claims.py", "Paper_claims", "Paper claims", opens_on_chart=False),  # tables only
+)
+ALL_PAGES: tuple[Page, ...] = (HOME, *PAGES)  # Home first, as the sidebar lists them
+
+# URL paths ("" is Home) of the pages that open without a Plotly chart.
+NO_CHART_AT_OPEN = frozenset(p.url_path for p in ALL_PAGES if not p.opens_on_chart)
+
+
+def url_paths() -> dict[str, str]:
+    """URL path -> script (relative to the app root), Home first, then pages/ in the app's order."""
+    return {p.url_path: p.file for p in ALL_PAGES}
+
+
+def by_url_path(url_path: str) -> Page | None:
+    """The page served at ``url_path`` ("" for Home), or None."""
+    return next((p for p in ALL_PAGES if p.url_path == url_path), None)
+
+
+def by_file(file: str) -> Page | None:
+    """The page whose script is ``file`` (relative to the app root, e.g. "pages/1_Compare.py"), or None."""
+    return next((p for p in ALL_PAGES if p.file == file), None)
+
+
+@functools.cache
+def _summary(file: str, label: str) -> str:
+    script = ROOT / file
+    doc = ast.get_docstring(ast.parse(script.read_text(encoding="utf-8"))) or ""
+    line = " ".join(doc.split("\n\n")[0].split())
+    head, sep, rest = line.partition(": ")
+    if sep and head.lower() in (label.lower(), script.stem.split("_", 1)[-1].replace("_", " ").lower()):
+        line = rest
+    return line[:1].upper() + line[1:]
