@@ -56,7 +56,7 @@ resolution = ui.choice(
 def results(s: ui.Settings, methods: list[str], log_colour: bool, view: str, resolution: int) -> None:
     """Everything the method knobs drive: a knob reruns this section, not the sidebar or the inputs."""
     params = panels.method_knobs(s, methods)
-    if not ui.state.within_limits(lambda: limits.check_compare(params, s.n, s.d, s.heads)):
+    if not ui.within_limits(lambda: limits.check_compare(params, s.n, s.d, s.heads)):
         ui.finish_fragment()
         return
     exact = s.exact()
@@ -73,12 +73,12 @@ def results(s: ui.Settings, methods: list[str], log_colour: bool, view: str, res
     scrubber_box = st.container()
     with metrics_box, st.spinner("Computing approximations…"):
         results = {method: s.run(method, params[method]) for method in methods}
-        keys = {m: ui.params_key(params[m]) for m in methods}
+        runs = {m: s.method_run(m, params[m]) for m in methods}
         times = {
-            m: timing.describe(timing.warm_timing(s.spec, s.beta, s.device_name, m, keys[m], s.seed) if warm else None,
-                               r.seconds)
-            for m, r in results.items() if not r.error_message
-        }  # fmt: skip
+            m: timing.describe(timing.warm_timing(runs[m]) if warm else None, r.seconds)
+            for m, r in results.items()
+            if not r.error_message
+        }
     with metrics_box:
         table = panels.metrics_section(s, results, labels, times, exact, warm, table_where=table_box)
     with scrubber_box:  # the temperature scrubber (client-side)
@@ -104,8 +104,8 @@ def results(s: ui.Settings, methods: list[str], log_colour: bool, view: str, res
             "Heads are independent draws (synthetic) or the layer's 12 heads (real model). " + s.order_note()
         )
     # The temperatures one slider step away, computed while the server is idle (ui/prefetch.py).
-    done = {m: keys[m] for m in methods if not results[m].error_message}
-    prefetch.compare_neighbours(s.spec, s.tau, s.device_name, done, s.seed, ui.TAU_OPTIONS)
+    done = [runs[m] for m in methods if not results[m].error_message]
+    prefetch.compare_neighbours(done, s.tau, ui.TAU_OPTIONS)
     with st.expander("Data and settings behind this page"):
         st.download_button(
             "Metrics table (CSV)",

@@ -71,7 +71,7 @@ def sweep_section(s: ui.Settings, chosen: list[str], params: dict[str, dict[str,
 
     if not chosen:
         st.info("Pick at least one method.")
-    elif not ui.state.within_limits(runs.sweep_check(s, chosen, params, len(taus))):
+    elif not ui.within_limits(runs.sweep_check(s, chosen, params, len(taus))):
         pass
     else:
         status = ui.StatusLine("Sweeping the temperature…")

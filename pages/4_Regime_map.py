@@ -7,7 +7,6 @@ import streamlit as st
 
 import ui
 from core import limits, regime
-from ui import compute
 from ui.controls.regime import regime_controls
 from ui.figures import regime as figs
 from ui.panels import regime as panels
@@ -28,7 +27,7 @@ ui.explain(
 c = regime_controls(s)
 betas, spreads, seeds, roles = c.betas, c.spreads, c.seeds, c.roles
 # Fewer seeds first (the oracles' robust PCA fits at the default n with fewer), then n.
-if not ui.state.within_limits(
+if not ui.within_limits(
     lambda: limits.check_knobs(
         [
             (
@@ -49,27 +48,22 @@ if not ui.state.within_limits(
     ui.finish()
     st.stop()
 status = ui.StatusLine(f"Computing {len(betas) * len(spreads)} cells × {seeds} seed(s)…")
-key_params = tuple((m, ui.params_key(p)) for m, p in c.params.items())
-args = (s.n, s.d, s.spec.clusters, tuple(map(float, betas)), tuple(map(float, spreads)), tuple(roles.items()))
-args += (s.fraction, s.seed, key_params, s.device_name, seeds)
+view = ui.views.RegimeMap(
+    n=s.n,
+    d=s.d,
+    clusters=s.spec.clusters,
+    betas=tuple(map(float, betas)),
+    spreads=tuple(map(float, spreads)),
+    roles=tuple(roles.items()),
+    fraction=s.fraction,
+    seed=s.seed,
+    params=ui.views.method_params(c.params, c.params),
+    device=s.device_name,
+    seeds=seeds,
+)
 try:
-    res: regime.AveragedRegimeMap = ui.run_heavy(
-        "regime_map",
-        args,
-        lambda report: regime.averaged_regime_map(
-            n=s.n,
-            d=s.d,
-            clusters=s.spec.clusters,
-            betas=list(args[3]),
-            spreads=list(args[4]),
-            seeds=seeds,
-            methods=roles,
-            fraction=s.fraction,
-            seed=s.seed,
-            method_params=c.params,
-            device=compute.resolve(s.device_name),
-            progress=report,
-        ),
+    res: regime.AveragedRegimeMap = ui.views.run(
+        view,
         ui.estimate_seconds(regime.work_estimate(s.n, len(betas) * len(spreads), seeds, roles)),
         title="The regime map",
     )

@@ -3,15 +3,11 @@ cost, and the storage tree T(C) with the entries one layer update rewrites."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import streamlit as st
-import torch
 
 import core
 import ui
 from core import vcc_study
-from ui import compute
 from ui.controls.vcc import vcc_controls
 from ui.panels import vcc as panels
 
@@ -28,25 +24,13 @@ controls = vcc_controls(s, tokens)
 
 
 # ------------------------------------------------------------------ cached engine calls
-def _params(key: tuple) -> dict[str, Any]:
-    return {name: list(value) if isinstance(value, tuple) else value for name, value in key}
-
-
 @st.cache_data(show_spinner="Running VCC…", max_entries=32)
-def vcc_view(spec: compute.InputSpec, beta: float, key: tuple, seed: int, head: int) -> vcc_study.VccView:
-    q, k, v = compute.tensors(spec, torch.device("cpu"))
-    return vcc_study.vcc_view(q, k, v, beta, _params(key), seed, head)
-
-
-def error_sweep(
-    spec: compute.InputSpec, beta: float, key: tuple, seed: int, maximum: int, report: Any = None
-) -> list[vcc_study.SweepPoint]:
-    q, k, v = compute.tensors(spec, torch.device("cpu"))
-    return vcc_study.error_sweep(q, k, v, beta, _params(key), seed, maximum, progress=report)
+def vcc_view(view: ui.views.VccView) -> vcc_study.VccView:
+    return view.compute()
 
 
 try:
-    view = vcc_view(s.spec, s.beta, ui.params_key(controls.params()), s.seed, s.head)
+    view = vcc_view(ui.views.VccView(s.spec, s.beta, ui.params_key(controls.params()), s.seed, s.head))
 except core.ParameterError as exc:
     st.error(f"VCC cannot run with these settings: {exc}")
     ui.finish()
@@ -65,7 +49,7 @@ def heatmaps() -> None:
 
 @st.fragment
 def error_vs_budget() -> None:
-    panels.error_vs_budget(s, controls, view.compressed_length(s.head), error_sweep)
+    panels.error_vs_budget(s, controls, view.compressed_length(s.head))
     ui.finish_fragment(share=False)
 
 

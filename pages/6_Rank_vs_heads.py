@@ -67,10 +67,8 @@ def construction_tab(c: RankHeadsControls) -> None:
     st.markdown(panels.FACT1_TEXT)
     c_points = ui.int_slider("N for this panel", "cpoints", 2, 256, 16, help="Fact 1 draws N i.i.d. points.")
     if panels.fact_one_allowed(d, c_points):
-        cc = ui.run_heavy(
-            "rank_heads_construction",
-            (d, c_points, c.settings.target),
-            lambda job: study.fact_one_curve(d, c_points, c.settings.target, progress=job),  # cancellable per c
+        cc = ui.views.run(
+            ui.views.FactOneConstruction(d, c_points, c.settings.target),
             ui.estimate_seconds(study.fact_one_elements(d, c_points)),
             title="Evaluating the construction",
         )

@@ -12,7 +12,6 @@ import torch
 import ui
 from core import device as core_device
 from core import profiling, scaling_tables
-from ui import result_cache
 from ui.controls.scaling import scaling_controls
 from ui.figures import scaling as scaling_figs
 from ui.panels import scaling as panels
@@ -49,29 +48,12 @@ top[1].caption(
 )
 store = st.session_state.setdefault("scaling_runs", {})
 if clicked:
-
-    def measure(report: ui.jobs.Report) -> list[profiling.ScalingPoint]:
-        return profiling.scaling_run(
-            c.methods,
-            c.sizes,
-            d=int(c.d),
-            heads=int(c.heads),
-            row_budget=int(c.row_budget),
-            scale=1.0 / c.tau,
-            seed=int(c.seed),
-            device=c.device,
-            point_limit_s=float(c.point_limit),
-            total_limit_s=float(c.total_limit),
-            memory_limit_bytes=float(c.memory_limit) * 2**20,
-            progress=report,
-        )
-
     # One measurement per settings and server, shared by every session; it runs in a compute slot, alone.
-    store[c.key] = ui.run_heavy(
-        "scaling", c.key, measure, float(c.total_limit), title="Measuring (time is bounded by the limits)"
+    store[c.run.cache_key()] = ui.views.run(
+        c.run, float(c.total_limit), title="Measuring (time is bounded by the limits)"
     )
 # A measurement of these settings that any session (or the server's warm-up) made is in the shared cache.
-points = store.get(c.key) or result_cache.get("scaling", c.key)
+points = store.get(c.run.cache_key()) or ui.views.lookup(c.run)
 
 committed = scaling_tables.load_committed(RESULTS_DIR)
 shown_files = ui.multiselect(

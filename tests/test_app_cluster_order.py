@@ -5,29 +5,14 @@ from __future__ import annotations
 
 import base64
 import json
-import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-import core  # noqa: E402
-from ui import compute  # noqa: E402
-
-TIMEOUT = 240
-
-
-def run_compare(**params: str | list[str]) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
-    at.switch_page("pages/1_Compare.py")
-    for key, value in params.items():
-        at.query_params[key] = value
-    return at.run()
+import core
+from ui import compute
+from ui.views import ExactAttention, MethodRun
 
 
 def _z(trace: dict[str, Any]) -> np.ndarray:
@@ -61,9 +46,9 @@ def adjacent_row_correlation(z: np.ndarray) -> float:
     return float(np.mean([np.corrcoef(np.nan_to_num(a), np.nan_to_num(b))[0, 1] for a, b in pairs]))
 
 
-def test_the_default_compare_view_shows_the_clusters_and_false_gives_position_order() -> None:
-    shown = run_compare()  # the default link: n = 512, 32 clusters, 128-pixel heatmaps (blocks of 4 positions)
-    position = run_compare(sort_clusters="false")
+def test_the_default_compare_view_shows_the_clusters_and_false_gives_position_order(open_compare) -> None:
+    shown = open_compare()  # the default link: n = 512, 32 clusters, 128-pixel heatmaps (blocks of 4 positions)
+    position = open_compare(sort_clusters="false")
     assert not shown.exception and not position.exception
     assert shown.toggle(key="sort_clusters").value is True
     assert "sort_clusters" not in shown.query_params  # the default stays out of the link
@@ -75,9 +60,9 @@ def test_the_default_compare_view_shows_the_clusters_and_false_gives_position_or
     assert not any("cluster order" in c.value for c in position.caption)
 
 
-def test_maps_reduced_by_the_engine_are_sorted_before_the_reduction() -> None:
+def test_maps_reduced_by_the_engine_are_sorted_before_the_reduction(open_compare) -> None:
     # n = 1024: each method's maps are block-reduced (2 x 2) by the engine before they reach the page.
-    at = run_compare(n="1024", heads="1", clusters="64", methods=["lsh"], res="512")
+    at = open_compare(n="1024", heads="1", clusters="64", methods=["lsh"], res="512")
     assert not at.exception
     assert not any("keeps the real positions" in m.value for m in [*at.warning, *at.info]), "a map stayed unsorted"
     maps = heatmaps(at)  # exact, then the method's attention and error maps
@@ -86,10 +71,10 @@ def test_maps_reduced_by_the_engine_are_sorted_before_the_reduction() -> None:
     assert adjacent_row_correlation(maps[1]) > 0.5
 
 
-def test_sorting_reorders_the_heatmap_and_leaves_the_metrics_alone() -> None:
+def test_sorting_reorders_the_heatmap_and_leaves_the_metrics_alone(open_compare) -> None:
     common = {"n": "64", "heads": "1", "clusters": "8", "methods": ["local"]}
-    real = run_compare(**common, sort_clusters="false")
-    ordered = run_compare(**common, sort_clusters="true")
+    real = open_compare(**common, sort_clusters="false")
+    ordered = open_compare(**common, sort_clusters="true")
     assert not real.exception and not ordered.exception
     assert ordered.toggle(key="sort_clusters").value is True
     assert real.metric and {m.label: m.value for m in real.metric} == {m.label: m.value for m in ordered.metric}
@@ -106,33 +91,30 @@ def test_sorting_reorders_the_heatmap_and_leaves_the_metrics_alone() -> None:
 def test_the_engine_reduces_a_copy_in_cluster_order_from_the_full_matrix() -> None:
     spec = compute.InputSpec("clustered", 640, 16, 1, 8, 0.3, 0, "", 0)  # n = 640: reduced in blocks of 2
     beta = 1 / 0.3
-    res = compute.run_method(spec, beta, "cpu", "local", (), 0)
+    res = compute.run_method(MethodRun(spec, beta, "cpu", "local", (), 0))
     assert res.factor == 2 and res.in_cluster_order is not None
-    full = compute.full_attention(spec, beta, "cpu", "local", (), 0, 0)
+    full = compute.full_attention(MethodRun(spec, beta, "cpu", "local", (), 0), 0)
     order = compute.cluster_order(spec)
     assert order is not None and not np.array_equal(order, np.arange(640))
     expected = compute.block_reduce(full[order][:, order], 2, "max")
     np.testing.assert_allclose(res.in_cluster_order["attention"][0], expected, rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(res.attention[0], compute.block_reduce(full, 2, "max"), rtol=1e-5, atol=1e-7)
     gaussian = compute.InputSpec("gaussian", 640, 16, 1, 8, 0.3, 0, "", 0)
-    assert compute.run_method(gaussian, beta, "cpu", "local", (), 0).in_cluster_order is None
+    assert compute.run_method(MethodRun(gaussian, beta, "cpu", "local", (), 0)).in_cluster_order is None
     big = compute.InputSpec("clustered", 1040, 16, 1, 8, 0.3, 0, "", 0)  # above the cached full size
-    exact = compute.exact(big, beta, "cpu")
+    exact = compute.exact(ExactAttention(big, beta, "cpu"))
     assert exact.reduced and exact.attention_in_cluster_order is not None
-    full = compute.full_attention(big, beta, "cpu", "exact", (), 0, 0)
+    full = compute.full_attention(MethodRun(big, beta, "cpu", "exact", (), 0), 0)
     order = compute.cluster_order(big)
     assert order is not None
     expected = compute.display(full[order][:, order])
     np.testing.assert_allclose(exact.attention_in_cluster_order[0], expected, rtol=1e-5, atol=1e-7)
 
 
-def test_sparse_plus_low_rank_maps_are_sorted_above_the_engines_display_size() -> None:
+def test_sparse_plus_low_rank_maps_are_sorted_above_the_engines_display_size(open_page) -> None:
     # n = 768 is above 512, where the engine would reduce the parts; sorted, they come at full resolution first.
     def run(sort: str) -> AppTest:
-        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
-        at.switch_page("pages/2_Sparse_plus_low_rank.py")
-        at.query_params.update(n="768", heads="1", res="256", sort_clusters=sort)
-        return at.run()
+        return open_page("pages/2_Sparse_plus_low_rank.py", n="768", heads="1", res="256", sort_clusters=sort)
 
     shown, position = run("true"), run("false")
     assert not shown.exception and not position.exception
@@ -143,9 +125,9 @@ def test_sparse_plus_low_rank_maps_are_sorted_above_the_engines_display_size() -
     assert all(adjacent_row_correlation(m) < 0.3 for m in real_maps)
 
 
-def test_the_all_heads_grid_is_sorted_too() -> None:
+def test_the_all_heads_grid_is_sorted_too(open_compare) -> None:
     common = {"n": "64", "heads": "2", "clusters": "8", "methods": ["local"], "view": "all"}
-    shown, position = run_compare(**common), run_compare(**common, sort_clusters="false")
+    shown, position = open_compare(**common), open_compare(**common, sort_clusters="false")
     assert not shown.exception and not position.exception
     order = compute.cluster_order(compute.InputSpec("clustered", 64, 64, 2, 8, 0.1, 0))
     assert order is not None

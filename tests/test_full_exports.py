@@ -3,30 +3,23 @@ limits, with a clear note when refused; the figure's PNG and SVG carry axes, tit
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-import core  # noqa: E402
-from ui import downloads  # noqa: E402
-from ui.compute import InputSpec, block_reduce  # noqa: E402
-from ui.export import chromium_path, static_image  # noqa: E402
-from ui.figures import heatmap  # noqa: E402
-from ui.sidebar import Settings  # noqa: E402
+import core
+from ui import downloads
+from ui.compute import InputSpec, block_reduce
+from ui.export import chromium_path, static_image
+from ui.figures import heatmap
+from ui.sidebar import Settings
 
 N = 256
 
 
 def settings() -> Settings:
     spec = InputSpec("clustered", N, 16, 2, 8, 0.1, 0)
-    return Settings(spec, 0.2, 0, "cpu", torch.device("cpu"), 1 / 8, 1)
+    return Settings(spec, 0.2, "cpu", torch.device("cpu"), 1 / 8, 1)
 
 
 def test_data_export_is_the_full_resolution_head() -> None:

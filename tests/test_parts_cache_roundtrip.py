@@ -8,19 +8,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ui import compute, result_cache
+from ui import compute, views
+from ui.views import MethodParts, MethodRun
 
 
 def test_method_parts_factor_survives_the_disk_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ATTN_EXPLORER_CACHE_DIR", str(tmp_path / "cache"))
     spec = compute.InputSpec("clustered", 64, 16, 1, 4, 0.3, 0)
-    params = compute.params_key({"features": 8, "rounds": 1, "buckets": 4})
-    args = (spec, 5.0, "cpu", "scatterbrain", params, 0, 0, ("support", "attention"))
+    params = views.params_key({"features": 8, "rounds": 1, "buckets": 4})
+    parts = MethodParts(MethodRun(spec, 5.0, "cpu", "scatterbrain", params, 0), 0, ("support", "attention"))
     compute.method_parts.clear()
-    fresh = compute.method_parts(*args)
+    fresh = compute.method_parts(parts)
     compute.method_parts.clear()  # the memory cache forgets it; the disk cache answers
-    assert result_cache.get("method_parts", (*args, True)) is not None
-    again = compute.method_parts(*args)
+    assert views.lookup(parts) is not None
+    again = compute.method_parts(parts)
     assert int(fresh["factor"]) == int(again["factor"]) == 1
     for name in ("support", "attention"):
         assert again[name].shape == fresh[name].shape == (64, 64)

@@ -4,22 +4,14 @@ it is turned off or while script runs are in progress."""
 
 from __future__ import annotations
 
-import sys
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
-from streamlit.testing.v1 import AppTest
 
-from ui import compute, prefetch, result_cache
+from ui import compute, prefetch, views
 from ui.sidebar import TAU_OPTIONS
-
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-PAGE = "pages/1_Compare.py"
+from ui.views import MethodRun
 
 
 @pytest.fixture(autouse=True)
@@ -39,11 +31,8 @@ def spec(seed: int) -> compute.InputSpec:
     return compute.InputSpec(source="clustered", n=64, d=16, heads=2, clusters=4, spread=0.3, seed=seed)
 
 
-def test_the_next_slider_step_is_served_from_what_was_done_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=240)
-    at.switch_page(PAGE)
-    at.query_params.update({"n": "128", "seed": "97", "methods": ["performer", "nystrom"]})
-    at.run()
+def test_the_next_slider_step_is_served_from_what_was_done_ahead(monkeypatch: pytest.MonkeyPatch, open_compare) -> None:
+    at = open_compare(n="128", seed="97", methods=["performer", "nystrom"])
     assert not at.exception, [e.value for e in at.exception]
     assert prefetch.wait_idle(120), "the work done ahead did not finish"
     tau = at.select_slider(key="tau").value
@@ -52,7 +41,7 @@ def test_the_next_slider_step_is_served_from_what_was_done_ahead(monkeypatch: py
     def not_again(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise AssertionError("computed again: the neighbouring temperature was not done ahead")
 
-    monkeypatch.setattr(compute, "_run_method", not_again)
+    monkeypatch.setattr(compute, "run_method_now", not_again)
     at.select_slider(key="tau").set_value(following).run()
     assert not at.exception, [e.value for e in at.exception]
     shown = {m.label: m.value for m in at.metric}
@@ -61,19 +50,20 @@ def test_the_next_slider_step_is_served_from_what_was_done_ahead(monkeypatch: py
 
 def test_work_done_ahead_equals_the_pages_own_computation() -> None:
     s, beta, params = spec(91), 1 / 0.3, (("features", 16),)
-    assert prefetch.compare_neighbours(s, 0.2, "cpu", {"performer": params}, 0, TAU_OPTIONS) == 2
+    assert prefetch.compare_neighbours([MethodRun(s, 1 / 0.2, "cpu", "performer", params, 0)], 0.2, TAU_OPTIONS) == 2
     assert prefetch.wait_idle(120)
-    ahead = result_cache.get("run_method", (s, beta, "cpu", "performer", params, 0))
+    ahead = views.lookup(MethodRun(s, beta, "cpu", "performer", params, 0))
     assert ahead is not None
-    own = compute._run_method(s, beta, "cpu", "performer", params, 0)
+    own = compute.run_method_now(MethodRun(s, beta, "cpu", "performer", params, 0))
     np.testing.assert_array_equal(ahead.attention, own.attention)
     np.testing.assert_array_equal(ahead.metrics["attention_error"], own.metrics["attention_error"])
 
 
 def test_nothing_is_done_ahead_when_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ATTN_EXPLORER_PREFETCH", "0")
-    assert prefetch.compare_neighbours(spec(92), 0.2, "cpu", {"performer": (("features", 16),)}, 0, TAU_OPTIONS) == 0
-    assert result_cache.get("run_method", (spec(92), 1 / 0.3, "cpu", "performer", (("features", 16),), 0)) is None
+    run = MethodRun(spec(92), 1 / 0.2, "cpu", "performer", (("features", 16),), 0)
+    assert prefetch.compare_neighbours([run], 0.2, TAU_OPTIONS) == 0
+    assert views.lookup(run.replace(beta=1 / 0.3)) is None
 
 
 def test_work_waits_while_a_script_run_is_in_progress(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -85,10 +75,12 @@ def test_work_waits_while_a_script_run_is_in_progress(monkeypatch: pytest.Monkey
     busy.start()
     try:
         s, params = spec(93), (("features", 16),)
-        assert prefetch.compare_neighbours(s, 0.2, "cpu", {"performer": params}, 0, TAU_OPTIONS) == 2
+        assert (
+            prefetch.compare_neighbours([MethodRun(s, 1 / 0.2, "cpu", "performer", params, 0)], 0.2, TAU_OPTIONS) == 2
+        )
         assert prefetch.wait_idle(30)
         for tau in (0.15, 0.3):
-            assert result_cache.get("run_method", (s, 1 / tau, "cpu", "performer", params, 0)) is None
+            assert views.lookup(MethodRun(s, 1 / tau, "cpu", "performer", params, 0)) is None
     finally:
         release.set()
         busy.join()

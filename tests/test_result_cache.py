@@ -13,7 +13,9 @@ import diskcache
 import numpy as np
 import pytest
 
-from ui import compute, result_cache
+from core.errors import ConfigError
+from ui import compute, result_cache, views
+from ui.views import MethodRun
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -32,7 +34,7 @@ def small_spec(seed: int = 0) -> compute.InputSpec:
 
 def test_method_result_round_trip(cache_dir: Path) -> None:
     spec = small_spec()
-    result = compute._run_method(spec, 2.0, "cpu", "performer", (("features", 16),), 0)
+    result = compute.run_method_now(MethodRun(spec, 2.0, "cpu", "performer", (("features", 16),), 0))
     assert result.error_message is None
     assert result_cache.put("run_method", (spec, 2.0), result)
     back = result_cache.get("run_method", (spec, 2.0))
@@ -115,7 +117,7 @@ def test_large_values_are_written_in_few_chunks_not_line_by_line(
 
 def test_stored_value_is_npz_bytes_never_a_pickle(cache_dir: Path) -> None:
     spec = small_spec()
-    result_cache.put("exact", spec, compute._exact(spec, 1.0, "cpu"))
+    result_cache.put("exact", spec, compute.exact_now(views.ExactAttention(spec, 1.0, "cpu")))
     raw = diskcache.Cache(str(cache_dir))
     (key,) = list(raw.iterkeys())
     stored = raw.get(key)
@@ -204,13 +206,14 @@ def test_cached_computes_once_and_counts_hits(cache_dir: Path) -> None:
 
 CHILD = """
 import sys, numpy as np
-from ui import compute, result_cache
+from ui import compute, result_cache, views
 spec = compute.InputSpec("clustered", 64, 16, 2, 4, 0.3, 0)
+view = views.ExactAttention(spec, 1.5, "cpu")
 calls = []
 def work():
     calls.append(1)
-    return compute._exact(spec, 1.5, "cpu")
-value = result_cache.cached("exact", (spec, 1.5, "cpu"), work)
+    return compute.exact_now(view)
+value = result_cache.cached("exact", view.key(), work)
 print(len(calls), float(value.entropy.sum()))
 """
 
@@ -234,17 +237,17 @@ def test_two_processes_share_hits(cache_dir: Path) -> None:
     assert hits >= 1 and misses >= 1
     # and this process reads it too
     spec = small_spec()
-    assert isinstance(result_cache.get("exact", (spec, 1.5, "cpu")), compute.ExactResult)
+    assert isinstance(views.lookup(views.ExactAttention(spec, 1.5, "cpu")), compute.ExactResult)
 
 
 def test_a_repeat_served_from_memory_is_counted_as_a_hit(cache_dir: Path) -> None:
     spec = small_spec(11)
     params = (("features", 8),)
     before = result_cache.stats()
-    first = compute.run_method_scheduled(spec, 3.0, "cpu", "performer", params, 0)
+    first = compute.run_method_scheduled(MethodRun(spec, 3.0, "cpu", "performer", params, 0))
     middle = result_cache.stats()
     assert middle["memory_hits"] == before["memory_hits"]  # computed: not a hit
-    again = compute.run_method_scheduled(spec, 3.0, "cpu", "performer", params, 0)
+    again = compute.run_method_scheduled(MethodRun(spec, 3.0, "cpu", "performer", params, 0))
     after = result_cache.stats()
     assert after["memory_hits"] == middle["memory_hits"] + 1
     assert after["hits"] == middle["hits"]  # the disk cache was never asked
@@ -287,7 +290,7 @@ def test_put_soon_serves_the_value_at_once_and_writes_it_to_disk_in_the_backgrou
     import threading
 
     spec = small_spec(21)
-    result = compute._run_method(spec, 2.0, "cpu", "performer", (("features", 8),), 0)
+    result = compute.run_method_now(MethodRun(spec, 2.0, "cpu", "performer", (("features", 8),), 0))
     release = threading.Event()
     real_put_key = result_cache.put_key
 
@@ -324,8 +327,8 @@ def test_put_soon_writes_in_the_caller_when_the_writer_falls_behind(
 def test_sessions_share_one_read_only_copy_of_a_method_result(cache_dir: Path) -> None:
     spec = small_spec(21)
     params = (("features", 8),)
-    first = compute.run_method_scheduled(spec, 2.5, "cpu", "performer", params, 0)
-    again = compute.run_method_scheduled(spec, 2.5, "cpu", "performer", params, 0)
+    first = compute.run_method_scheduled(MethodRun(spec, 2.5, "cpu", "performer", params, 0))
+    again = compute.run_method_scheduled(MethodRun(spec, 2.5, "cpu", "performer", params, 0))
     assert again is first  # no per-reader copy (st.cache_data unpickled one per call)
     for array in (first.attention, first.error, *first.metrics.values()):
         assert not array.flags.writeable
@@ -333,7 +336,7 @@ def test_sessions_share_one_read_only_copy_of_a_method_result(cache_dir: Path) -
         first.attention[0, 0, 0] = 1.0
     # The disk cache holds the same numbers, for other processes and after a restart.
     result_cache.flush_writes()
-    stored = result_cache.get("run_method", (spec, 2.5, "cpu", "performer", params, 0))
+    stored = views.lookup(MethodRun(spec, 2.5, "cpu", "performer", params, 0))
     np.testing.assert_array_equal(stored.attention, first.attention)
 
 
@@ -382,11 +385,15 @@ def test_a_zero_bound_turns_the_memory_layer_off(cache_dir: Path, monkeypatch: p
     layer = result_cache.memory()
     assert layer.limit == 0 and layer.put("k", {"a": np.ones(3)}) is not None and layer.get("k") is None
     spec, params = small_spec(22), (("features", 8),)
-    first = compute.run_method_scheduled(spec, 2.5, "cpu", "performer", params, 0)
+    first = compute.run_method_scheduled(MethodRun(spec, 2.5, "cpu", "performer", params, 0))
     result_cache.flush_writes()
-    again = compute.run_method_scheduled(spec, 2.5, "cpu", "performer", params, 0)
+    again = compute.run_method_scheduled(MethodRun(spec, 2.5, "cpu", "performer", params, 0))
     assert again is not first  # decoded from the disk cache
     np.testing.assert_array_equal(again.attention, first.attention)
-    for raw, expected in (("junk", result_cache.DEFAULT_MEMORY_BYTES), ("-5", 0), ("1e3", 1000)):
+    for raw, expected in (("", result_cache.DEFAULT_MEMORY_BYTES), ("1e3", 1000)):
         monkeypatch.setenv("ATTN_EXPLORER_MEMORY_CACHE_BYTES", raw)
         assert result_cache.memory_limit() == expected
+    for raw in ("junk", "-5", "1.5"):  # refused, naming the variable and its range, instead of a silent fallback
+        monkeypatch.setenv("ATTN_EXPLORER_MEMORY_CACHE_BYTES", raw)
+        with pytest.raises(ConfigError, match=f"ATTN_EXPLORER_MEMORY_CACHE_BYTES: '{raw}' is not allowed.*at least 0"):
+            result_cache.memory_limit()

@@ -3,7 +3,8 @@
 Guide for page authors
 ======================
 
-A page (``pages/N_Title.py``, auto-discovered; never call ``st.navigation``) looks like this::
+A page (``pages/N_Title.py``, auto-discovered; never call ``st.navigation``; declare it in ``ui/page_registry.py``,
+which the sidebar, Home, the lessons and the tests read) looks like this::
 
     import streamlit as st
     import ui
@@ -35,11 +36,12 @@ Fragments (a control reruns only the part of the page it affects)
     a knob) stops its wait at once, and a stopped job ends only the fragment on a fragment rerun.
 
 Caching
-    Put heavy work in ``@st.cache_data`` functions keyed on scalars (``s.spec``, ``s.beta``, params via
-    ``ui.params_key(params)``), returning numpy arrays. ``ui.compute`` has the shared ones. A long computation
-    that updates a progress bar must not run inside ``st.cache_data`` (it replays Streamlit calls); use
-    ``ui.run_heavy(name, key, lambda report: work(progress=report), estimate_seconds)`` instead: it checks the
-    shared disk cache, then runs the work in the process-wide scheduler (queue place, progress bar, Cancel).
+    Every cached computation is a view (``ui/views.py``): a frozen dataclass of every setting its result depends
+    on, whose ``compute(report)`` reads only its own fields. Its cache key and job key are derived from the fields;
+    never build a key by hand (tests/test_view_keys.py checks both). ``ui.views.run(view, estimate_seconds)``
+    checks the shared disk cache, then computes at once (light) or in the process-wide scheduler (queue place,
+    progress bar, Cancel); ``ui.views.lookup(view)`` only reads the cache. ``s.method_run(method, params)`` is the
+    view of one method at the sidebar's settings; ``s.run`` and ``s.parts`` use it.
 
 Controls bound to the URL (``key`` = URL parameter; letters, digits and ``_`` only)
     ``ui.int_slider``, ``ui.int_input``, ``ui.float_slider``, ``ui.log_slider`` (numbers snap to options),
@@ -97,28 +99,33 @@ import streamlit as st
 
 import core  # noqa: F401 - before ui.compute loads torch: core sets OpenMP's passive wait (deploy/serve.py sets it for the server)
 from ui.compute import (
-    DISPLAY_MAX,
-    InputSpec,
     MethodResult,
-    block_factor,
-    block_reduce,
     cached_with_progress,
     display,
-    params_key,
 )
+from ui.figure_display import explain, show_figure
 from ui.figures import (
     GridCell,
     downsample_caption,
-    explain,
     heatmap,
     heatmap_grid,
     line_figure,
     method_colour,
     png_bytes,
-    show_figure,
 )
+from ui.figures.downsampling import DISPLAY_MAX, block_factor, block_reduce
 from ui.jobs import estimate_seconds, run_heavy
-from ui.serving import install as _install_serving
+from ui.page_lifecycle import (
+    finish_fragment,
+    fragment_rerun,
+    hidden_keys,
+    lesson_mode,
+    notice,
+    page_url,
+    presenter_mode,
+    settings_payload,
+    within_limits,
+)
 from ui.sidebar import (
     TAU_OPTIONS,
     Settings,
@@ -132,28 +139,19 @@ from ui.sidebar import (
     registered_methods,
     sidebar,
 )
-from ui.state import (
+from ui.views import InputSpec, params_key
+from ui.widgets import (
     choice,
-    finish_fragment,
     float_slider,
-    fragment_rerun,
-    hidden_keys,
     int_input,
     int_slider,
-    lesson_mode,
     log_slider,
     multiselect,
-    notice,
-    page_url,
-    presenter_mode,
     range_slider,
-    settings_payload,
     text_area,
     text_line,
     toggle,
 )
-
-_install_serving()  # a class of 40 sessions at once: see ui/serving.py
 
 __all__ = [
     "DISPLAY_MAX",
@@ -208,6 +206,7 @@ __all__ = [
     "text_area",
     "text_line",
     "toggle",
+    "within_limits",
 ]
 
 
@@ -251,16 +250,16 @@ def page(title: str, icon: str = ":material/insights:", url_path: str | None = N
     url_path: the page's URL path (defaults to the title with spaces as underscores, as Streamlit names
     files in pages/, e.g. "Sparse_plus_low_rank").
     """
-    from ui import lessons, state
+    from ui import lessons, page_lifecycle, url_params
 
     st.set_page_config(page_title=f"{title} · Attention Explorer", page_icon=icon, layout="wide")
     # The shared sidebar draws its own navigation (Home instead of "app", and links that keep the settings).
     st.set_option("client.showSidebarNavigation", False)
     # On a fresh server the first page has already been sent Streamlit's own navigation; PAGE_CSS hides it there too.
     st.html(PAGE_CSS)
-    if state.presenter_mode():
+    if page_lifecycle.presenter_mode():
         st.html(PRESENTER_CSS)
-        kept = [(k, v) for k, values in state._raw_params().items() if k != state.PRESENT_KEY for v in values]
+        kept = [(k, v) for k, values in url_params.raw_params().items() if k != url_params.PRESENT_KEY for v in values]
         top = st.container(horizontal=True, vertical_alignment="center", key="ae_present_top")
         top.title(title)
         top.markdown(
@@ -271,8 +270,8 @@ def page(title: str, icon: str = ":material/insights:", url_path: str | None = N
         )
     else:
         st.title(title)
-    page_state = state.begin_page(title, url_path if url_path is not None else title.replace(" ", "_"))
-    lessons.lesson_panel(state._plain_param(state.GUIDE_KEY), state._plain_param(state.STEP_KEY))
+    page_state = page_lifecycle.begin_page(title, url_path if url_path is not None else title.replace(" ", "_"))
+    lessons.lesson_panel(url_params.plain_param(url_params.GUIDE_KEY), url_params.plain_param(url_params.STEP_KEY))
     return page_state
 
 
@@ -311,6 +310,6 @@ def on_demand(label: str, key: str) -> Iterator[bool]:
 
 def finish() -> None:
     """End a page: show notices, the share link and settings download/upload. Call last on every page."""
-    from ui import state
+    from ui import page_lifecycle
 
-    state.finish_page()
+    page_lifecycle.finish_page()

@@ -6,7 +6,6 @@ recomputes only that method. Dense matrices above ``DISPLAY_MAX`` are block-redu
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections import OrderedDict
@@ -22,32 +21,12 @@ import core
 from core import cancel as core_cancel
 from core import device as core_device
 from core import metrics
-from ui import result_cache
+from ui import result_cache, views
+from ui.figures.downsampling import block_factor, block_reduce
 from ui.jobs import light_work
+from ui.views import ExactAttention, InputSpec, MethodParts, MethodRun
 
-DISPLAY_MAX = 512  # largest side of a matrix sent to the browser
 CACHE_FULL_MAX_N = 1024  # above this n, cached results keep only block-reduced matrices
-
-
-@dataclass(frozen=True)
-class InputSpec:
-    """Everything that determines q, k, v (hashable; the cache key of every engine call)."""
-
-    source: str  # clustered | gaussian | real
-    n: int
-    d: int
-    heads: int
-    clusters: int
-    spread: float
-    seed: int
-    text: str = ""
-    layer: int = 0
-
-    def describe(self) -> str:
-        if self.source == "real":
-            return f"MiniLM layer {self.layer}, {self.heads} heads, n = {self.n} tokens, d = {self.d}"
-        extra = f", {self.clusters} clusters, σ = {self.spread:g}" if self.source == "clustered" else ""
-        return f"{self.source}: n = {self.n}, d = {self.d}, {self.heads} head(s){extra}, seed {self.seed}"
 
 
 @dataclass
@@ -74,10 +53,10 @@ def real_token_count(text: str) -> int:
 @st.cache_data(show_spinner=False, max_entries=16)
 def load_inputs(spec: InputSpec) -> InputArrays:
     """q, k, v as float32 numpy arrays (H, n, d)."""
-    return result_cache.cached("inputs", spec, lambda: _load_inputs(spec))
+    return views.cached(spec)  # type: ignore[no-any-return]
 
 
-def _load_inputs(spec: InputSpec) -> InputArrays:
+def load_inputs_now(spec: InputSpec) -> InputArrays:
     if spec.source == "real":
         run = real_model(spec.text)
         return InputArrays(
@@ -102,33 +81,6 @@ def tensors(spec: InputSpec, device: torch.device) -> tuple[torch.Tensor, torch.
 
 
 # ------------------------------------------------------------------ downsampling
-
-
-def block_factor(n: int, limit: int = DISPLAY_MAX) -> int:
-    return max(1, math.ceil(n / limit))
-
-
-def block_reduce(a: np.ndarray, factor: int, mode: str = "max") -> np.ndarray:
-    """Reduce the last two axes by ``factor`` (padding the edge). mode: max | absmax (signed) | mean | any."""
-    if factor <= 1:
-        return a
-    *lead, rows, cols = a.shape
-    pr, pc = (-rows) % factor, (-cols) % factor
-    fill = {"max": -np.inf, "absmax": 0.0, "mean": np.nan, "any": 0}[mode]
-    if pr or pc:
-        padded = np.full((*lead, rows + pr, cols + pc), fill, dtype=np.float64 if mode == "mean" else a.dtype)
-        padded[..., :rows, :cols] = a
-        a = padded
-    shaped = a.reshape(*lead, (rows + pr) // factor, factor, (cols + pc) // factor, factor)
-    if mode == "max":
-        return shaped.max(axis=(-3, -1))
-    if mode == "any":
-        return shaped.max(axis=(-3, -1))
-    if mode == "mean":
-        return np.nanmean(shaped, axis=(-3, -1)).astype(np.float32)
-    flat = np.moveaxis(shaped, -3, -2).reshape(*shaped.shape[:-4], shaped.shape[-4], shaped.shape[-2], -1)
-    index = np.abs(flat).argmax(axis=-1)
-    return np.take_along_axis(flat, index[..., None], axis=-1)[..., 0]
 
 
 def display(a: np.ndarray, mode: str = "max") -> np.ndarray:
@@ -181,13 +133,14 @@ def resolve(device_name: str) -> torch.device:
 
 
 @st.cache_data(show_spinner=False, max_entries=12)
-def exact(spec: InputSpec, beta: float, device_name: str) -> ExactResult:
-    return result_cache.cached("exact", (spec, beta, device_name), lambda: _exact(spec, beta, device_name))
+def exact(view: ExactAttention) -> ExactResult:
+    return views.cached(view)  # type: ignore[no-any-return]
 
 
 @light_work()
-def _exact(spec: InputSpec, beta: float, device_name: str) -> ExactResult:
-    dev = resolve(device_name)
+def exact_now(view: ExactAttention) -> ExactResult:
+    spec, beta = view.inputs, view.beta
+    dev = resolve(view.device)
     q, k, v = tensors(spec, dev)
     start = time.perf_counter()
     result = core.approximate("exact", q, k, v, scale=beta, seed=0)
@@ -211,7 +164,7 @@ def _exact(spec: InputSpec, beta: float, device_name: str) -> ExactResult:
 @st.cache_data(show_spinner=False, max_entries=64)
 def entropy_at(spec: InputSpec, beta: float) -> float:
     """Mean row entropy (nats) of the exact attention at this beta, averaged over heads."""
-    return float(exact(spec, beta, "cpu").entropy.mean()) if spec.n <= 2048 else float("nan")
+    return float(exact(ExactAttention(spec, beta, "cpu")).entropy.mean()) if spec.n <= 2048 else float("nan")
 
 
 # ------------------------------------------------------------------ one method
@@ -235,59 +188,45 @@ class MethodResult:
     in_cluster_order: dict[str, np.ndarray] | None = None
 
 
-def params_key(params: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
-    """A hashable, order-independent form of a method's parameters (lists become tuples)."""
-    return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in params.items()))
-
-
-def _params_dict(key: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in key}
-
-
 def _small_info(info: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in info.items() if isinstance(v, (int, float, str, bool))}
 
 
-def run_method(
-    spec: InputSpec, beta: float, device_name: str, method: str, params: tuple[tuple[str, Any], ...], seed: int
-) -> MethodResult:
+def run_method(run: MethodRun) -> MethodResult:
     """One method on all heads; errors are measured against exact attention at the same beta.
 
     Served from this process's memory layer (one frozen copy shared by every session), else from the shared disk
     cache, else computed. The value is read-only: copy an array before changing it."""
-    return _remembered_run(spec, beta, device_name, method, params, seed)[0]
+    return _remembered_run(run)[0]
 
 
-def _remembered_run(
-    spec: InputSpec, beta: float, device_name: str, method: str, params: tuple[tuple[str, Any], ...], seed: int
-) -> tuple[MethodResult, bool]:
+def _remembered_run(run: MethodRun) -> tuple[MethodResult, bool]:
     """(result, True when this process's memory layer had it)."""
-    key = (spec, beta, device_name, method, params, seed)
-    full = result_cache.make_key("run_method", key)
+    full = run.cache_key()
 
     def load_or_run() -> MethodResult:
         hit = result_cache.get_key(full)
         if hit is not None:
             return hit
         with light_work():
-            result = _run_method(spec, beta, device_name, method, params, seed)
+            result = run_method_now(run)
         if result.error_message is None:  # refusals are cheap to redo and may depend on the host's limits
-            result_cache.put_soon("run_method", key, result)
+            views.store(run, result, soon=True)
         return result
 
     return result_cache.memory().remember(full, load_or_run)
 
 
-def _run_method(
-    spec: InputSpec, beta: float, device_name: str, method: str, params: tuple[tuple[str, Any], ...], seed: int
-) -> MethodResult:
-    dev = resolve(device_name)
+def run_method_now(run: MethodRun) -> MethodResult:
+    """``run`` computed here and now (no cache)."""
+    spec, beta = run.inputs, run.beta
+    dev = resolve(run.device)
     q, k, v = tensors(spec, dev)
-    reference = exact(spec, beta, device_name)
-    kwargs = _params_dict(params)
+    reference = exact(run.exact())
+    kwargs = run.kwargs
     try:
         start = time.perf_counter()
-        result = core.approximate(method, q, k, v, scale=beta, seed=seed, **kwargs)
+        result = core.approximate(run.method, q, k, v, scale=beta, seed=run.seed, **kwargs)
         core_device.synchronize(dev)
         seconds = time.perf_counter() - start
         core_cancel.check()  # each step of a large n takes seconds: a closed tab stops between them
@@ -297,7 +236,18 @@ def _run_method(
         empty = np.zeros((spec.heads, 1, 1), np.float32)
         nan = np.full(spec.heads, np.nan)
         return MethodResult(
-            method, kwargs, empty, empty, 1, {"attention_error": nan}, 0, 0, 0.0, dev.type, {}, error_message=str(exc)
+            run.method,
+            kwargs,
+            empty,
+            empty,
+            1,
+            {"attention_error": nan},
+            0,
+            0,
+            0.0,
+            dev.type,
+            {},
+            error_message=str(exc),
         )
     exact_dense = torch.from_numpy(reference.attention).to(dev) if not reference.reduced else None
     if exact_dense is None:  # large n: recompute exact on the fly rather than caching n x n
@@ -324,7 +274,7 @@ def _run_method(
     attention_shown = block_reduce(approx_np, factor, "max")
     core_cancel.check()
     return MethodResult(
-        method=method,
+        method=run.method,
         params=dict(result.params),
         attention=attention_shown,
         error=block_reduce(error_np, factor, "absmax"),
@@ -351,31 +301,22 @@ def method_seconds(spec: InputSpec, method: str, params: dict[str, Any]) -> floa
     return dense
 
 
-def run_method_scheduled(
-    spec: InputSpec, beta: float, device_name: str, method: str, params: tuple[tuple[str, Any], ...], seed: int
-) -> MethodResult:
+def run_method_scheduled(run: MethodRun) -> MethodResult:
     """``run_method``; heavy settings (large n, robust PCA, training) go through the scheduler's queue."""
-    from ui.jobs import LIGHT_SECONDS, run_heavy
+    from ui.jobs import LIGHT_SECONDS
 
-    estimate = method_seconds(spec, method, _params_dict(params))
+    estimate = method_seconds(run.inputs, run.method, run.kwargs)
     if estimate <= LIGHT_SECONDS:
-        result, from_memory = _remembered_run(spec, beta, device_name, method, params, seed)
+        result, from_memory = _remembered_run(run)
         if from_memory:
             result_cache.count_memory_hit()
         return result
-    key = (spec, beta, device_name, method, params, seed)  # the same cache entry as run_method
-    full = result_cache.make_key("run_method", key)
+    full = run.cache_key()
     kept = result_cache.memory().get(full)
     if kept is not None:
         result_cache.count_memory_hit()
         return kept
-    value = run_heavy(
-        "run_method",
-        key,
-        lambda report: _run_method(spec, beta, device_name, method, params, seed),
-        estimate,
-        title=f"Running {method} at n = {spec.n}",
-    )
+    value = views.run(run, estimate, title=f"Running {run.method} at n = {run.inputs.n}")
     return result_cache.memory().put(full, value)
 
 
@@ -383,47 +324,26 @@ SIGNED_PARTS = ("sparse", "unnormalized_sparse")
 
 
 @st.cache_data(show_spinner=False, max_entries=24)
-def method_parts(
-    spec: InputSpec,
-    beta: float,
-    device_name: str,
-    method: str,
-    params: tuple[tuple[str, Any], ...],
-    seed: int,
-    head: int,
-    names: tuple[str, ...],
-    reduce: bool = True,
-) -> dict[str, np.ndarray]:
+def method_parts(parts: MethodParts) -> dict[str, np.ndarray]:
     """Named dense parts of one head (e.g. Scatterbrain's sparse and low-rank pieces) as numpy arrays.
 
-    With ``reduce``, matrices are block-reduced to at most DISPLAY_MAX per side (masks: any; signed parts:
+    With ``parts.reduce``, matrices are block-reduced to at most DISPLAY_MAX per side (masks: any; signed parts:
     the entry of largest magnitude; others: max); the block size is returned under "factor".
     """
-    key = (spec, beta, device_name, method, params, seed, head, names, reduce)
-    return result_cache.cached(
-        "method_parts", key, lambda: _method_parts(spec, beta, device_name, method, params, seed, head, names, reduce)
-    )
+    return views.cached(parts)  # type: ignore[no-any-return]
 
 
-def _method_parts(
-    spec: InputSpec,
-    beta: float,
-    device_name: str,
-    method: str,
-    params: tuple[tuple[str, Any], ...],
-    seed: int,
-    head: int,
-    names: tuple[str, ...],
-    reduce: bool,
-) -> dict[str, np.ndarray]:
-    dev = resolve(device_name)
+def method_parts_now(parts: MethodParts) -> dict[str, np.ndarray]:
+    run = parts.run
+    spec = run.inputs
+    dev = resolve(run.device)
     q, k, v = tensors(spec, dev)
-    head = min(max(head, 0), q.shape[0] - 1)
-    result = core.approximate(method, q[head], k[head], v[head], scale=beta, seed=seed, **_params_dict(params))
-    factor = block_factor(spec.n) if reduce else 1
+    head = min(max(parts.head, 0), q.shape[0] - 1)
+    result = core.approximate(run.method, q[head], k[head], v[head], scale=run.beta, seed=run.seed, **run.kwargs)
+    factor = block_factor(spec.n) if parts.reduce else 1
     # A plain int, not a 0-d array: the shared result cache's round trip turns 0-d arrays into shape (1,).
     out: dict[str, Any] = {"factor": int(factor)}
-    for name in names:
+    for name in parts.names:
         value = result.attention() if name == "attention" else result.parts[name]
         if not isinstance(value, torch.Tensor):
             continue
@@ -437,51 +357,27 @@ def _method_parts(
     return out
 
 
-def method_parts_scheduled(
-    spec: InputSpec,
-    beta: float,
-    device_name: str,
-    method: str,
-    params: tuple[tuple[str, Any], ...],
-    seed: int,
-    head: int,
-    names: tuple[str, ...],
-    reduce: bool = True,
-) -> dict[str, np.ndarray]:
+def method_parts_scheduled(parts: MethodParts) -> dict[str, np.ndarray]:
     """``method_parts``; heavy settings (robust PCA, large n) go through the scheduler, with a Cancel button.
 
-    Same cache entry as ``method_parts`` (same name and key), so either path serves the other's result.
+    Same cache entry as ``method_parts`` (the same view), so either path serves the other's result.
     """
-    from ui.jobs import LIGHT_SECONDS, run_heavy
+    from ui.jobs import LIGHT_SECONDS
 
-    one_head = InputSpec(**{**asdict(spec), "heads": 1})  # parts are computed for one head
-    estimate = method_seconds(one_head, method, _params_dict(params))
+    run = parts.run
+    one_head = run.inputs.replace(heads=1)  # parts are computed for one head
+    estimate = method_seconds(one_head, run.method, run.kwargs)
     if estimate <= LIGHT_SECONDS:
-        return method_parts(spec, beta, device_name, method, params, seed, head, names, reduce)
-    key = (spec, beta, device_name, method, params, seed, head, names, reduce)
-    return run_heavy(
-        "method_parts",
-        key,
-        lambda report: _method_parts(spec, beta, device_name, method, params, seed, head, names, reduce),
-        estimate,
-        title=f"Computing {method} at n = {spec.n}",
-    )
+        return method_parts(parts)
+    return views.run(parts, estimate, title=f"Computing {run.method} at n = {run.inputs.n}")  # type: ignore[no-any-return]
 
 
-def full_attention(
-    spec: InputSpec,
-    beta: float,
-    device_name: str,
-    method: str,
-    params: tuple[tuple[str, Any], ...],
-    seed: int,
-    head: int,
-) -> np.ndarray:
+def full_attention(run: MethodRun, head: int) -> np.ndarray:
     """Full-resolution (n, n) attention of one head (for PNG downloads; not cached: it can be large)."""
-    dev = resolve(device_name)
-    q, k, v = tensors(spec, dev)
+    dev = resolve(run.device)
+    q, k, v = tensors(run.inputs, dev)
     head = min(max(head, 0), q.shape[0] - 1)
-    result = core.approximate(method, q[head], k[head], v[head], scale=beta, seed=seed, **_params_dict(params))
+    result = core.approximate(run.method, q[head], k[head], v[head], scale=run.beta, seed=run.seed, **run.kwargs)
     return result.attention().float().cpu().numpy()
 
 

@@ -20,10 +20,9 @@ from ui.sidebar import Settings
 
 def full_matrix(s: Settings, method: str, params: dict[str, Any], head: int, kind: str = "attention") -> np.ndarray:
     """One head of ``method`` at full resolution; kind="error" subtracts exact attention."""
-    key = compute.params_key(params) if method != "exact" else ()
-    matrix = compute.full_attention(s.spec, s.beta, s.device_name, method, key, s.seed, head)
+    matrix = compute.full_attention(s.method_run(method, params if method != "exact" else {}), head)
     if kind == "error":
-        matrix = matrix - compute.full_attention(s.spec, s.beta, s.device_name, "exact", (), s.seed, head)
+        matrix = matrix - compute.full_attention(s.method_run("exact", {}), head)
     return matrix
 
 

@@ -1,6 +1,6 @@
 """Work done ahead while the server is idle: Compare's methods at the temperatures one slider step either side of
-the one shown, so that the next step of the temperature slider finds them in the shared cache. A cached value
-redraws in about 0.6 s on the 2-core reference machine, a new one in about 1.1 s (benchmarks/results/ui_timing.md).
+the one shown, so that the next step of the temperature slider finds them in the shared cache (a cached value
+redraws sooner than a new one is computed).
 
 One daemon thread and a short queue. A task waits until no script run is in progress (a class
 of sessions keeps the server busy, so then nothing is done ahead), stops between methods when a run starts, and is
@@ -11,14 +11,13 @@ done ahead is the value the page would compute. ``ATTN_EXPLORER_PREFETCH=0`` tur
 from __future__ import annotations
 
 import logging
-import os
 import queue
 import threading
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from ui import result_cache
+from core import config
 
 QUEUE_SIZE = 4
 IDLE_WAIT_S = 5.0  # a task still waiting for an idle server after this long is dropped
@@ -30,13 +29,9 @@ _lock = threading.Lock()
 _worker: threading.Thread | None = None
 
 
-def switched_on(variable: str) -> bool:
-    """An on/off environment variable that defaults to on: ``0``, ``false``, ``no`` or ``off`` turn it off."""
-    return os.environ.get(variable, "1").strip().lower() not in {"0", "false", "no", "off"}
-
-
 def enabled() -> bool:
-    return switched_on("ATTN_EXPLORER_PREFETCH")
+    """``ATTN_EXPLORER_PREFETCH`` (``core.config``), default on."""
+    return bool(config.read("prefetch"))
 
 
 def working() -> bool:
@@ -58,31 +53,29 @@ def runs_in_progress() -> int:
     return sum(1 for t in threading.enumerate() if t.name == "ScriptRunner.scriptThread" and t.is_alive())
 
 
-def compare_neighbours(
-    spec: Any, tau: float, device_name: str, methods: dict[str, tuple], seed: int, options: Sequence[float]
-) -> int:
-    """Queue ``methods`` (name -> params key, as ``Settings.run`` keys them) at the temperatures next to ``tau``;
+def compare_neighbours(runs: Sequence[Any], tau: float, options: Sequence[float]) -> int:
+    """Queue Compare's method runs (``ui.views.MethodRun``, at temperature ``tau``) at the temperatures next to it;
     only light methods that are not cached yet. Returns how many temperatures were queued."""
     if not enabled():
         return 0
-    from ui import compute
+    from ui import compute, views
     from ui.jobs import LIGHT_SECONDS
 
     queued = 0
     for neighbour in neighbours(tau, options):
         beta = 1.0 / neighbour  # as Settings.beta computes it: the same cache key
         todo = tuple(
-            (method, params)
-            for method, params in methods.items()
-            if compute.method_seconds(spec, method, dict(params)) <= LIGHT_SECONDS
-            and not result_cache.contains("run_method", (spec, beta, device_name, method, params, seed))
+            ahead
+            for run in runs
+            if compute.method_seconds(run.inputs, run.method, run.kwargs) <= LIGHT_SECONDS
+            and not views.is_cached(ahead := run.replace(beta=beta))
         )
-        if todo and _submit((spec, beta, device_name, todo, seed)):
+        if todo and _submit(todo):
             queued += 1
     return queued
 
 
-def _submit(task: tuple[Any, ...]) -> bool:
+def _submit(task: tuple[Any, ...]) -> bool:  # a tuple of MethodRun
     global _worker
     with _lock:
         if _worker is None or not _worker.is_alive():
@@ -99,7 +92,7 @@ def _loop() -> None:
     while True:
         task = _tasks.get()
         try:
-            _run(*task)
+            _run(task)
         except Exception:  # noqa: BLE001 - work done ahead must never take the server down
             _log.exception("prefetch failed")
         finally:
@@ -115,18 +108,17 @@ def _wait_for_idle() -> bool:
     return True
 
 
-def _run(spec: Any, beta: float, device_name: str, todo: tuple, seed: int) -> None:
-    from ui import compute
+def _run(todo: tuple[Any, ...]) -> None:
+    from ui import compute, views
 
-    for method, params in todo:  # the server's own thread count: the time column stays comparable
+    for run in todo:  # the server's own thread count: the time column stays comparable
         if not _wait_for_idle():
             return
-        key = (spec, beta, device_name, method, params, seed)
-        if result_cache.contains("run_method", key):
+        if views.is_cached(run):
             continue
-        result = compute._run_method(spec, beta, device_name, method, params, seed)
+        result = compute.run_method_now(run)
         if result.error_message is None:
-            result_cache.put_soon("run_method", key, result)
+            views.store(run, result, soon=True)
 
 
 def wait_idle(timeout_s: float = 60.0) -> bool:

@@ -15,6 +15,8 @@ from plotly.subplots import make_subplots
 
 from core.scrub import ScrubViews, SplitViews
 from ui.plotly_chart import plotly_chart
+from ui.views import SplitScrub, TemperatureScrub, method_params, params_key
+from ui.views import run as run_view
 
 LOG_FLOOR = 1e-6  # attention maps are drawn as log10(weight), floored here
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9")
@@ -268,44 +270,17 @@ def tau_grid(tau: float, options: list[float], half_width: int = GRID_HALF_WIDTH
 
 
 @st.cache_data(show_spinner="Precomputing every temperature…", max_entries=16)
-def _views(
-    spec: object,
-    head: int,
-    device_name: str,
-    methods: tuple[str, ...],
-    params: tuple[tuple[str, tuple[tuple[str, object], ...]], ...],
-    taus: tuple[float, ...],
-    seed: int,
-    side: int,
-    by_cluster: bool = False,
-) -> ScrubViews:
-    import core.scrub
-    from ui import compute
-
-    dev = compute.resolve(device_name)
-    q, k, v = compute.tensors(spec, dev)  # type: ignore[arg-type]
-    head = min(max(head, 0), q.shape[0] - 1)
-    return core.scrub.temperature_views(
-        q[head],
-        k[head],
-        v[head],
-        list(methods),
-        list(taus),
-        params={m: compute._params_dict(p) for m, p in params},
-        seed=seed,
-        side=side,
-        order=compute.cluster_order(spec) if by_cluster else None,  # type: ignore[arg-type]
-    )
+def _views(view: TemperatureScrub) -> ScrubViews:
+    return view.compute()  # type: ignore[no-any-return]
 
 
 def scrubber_section(settings: object, methods: list[str], params: Mapping[str, Mapping[str, object]]) -> None:
     """A toggle; when on, precompute every view on a temperature grid once and animate it in the browser."""
-    from ui import state
-    from ui.compute import params_key
+    from ui import widgets
     from ui.sidebar import TAU_OPTIONS, method_label
 
     s = settings  # ui.Settings
-    on = state.toggle(
+    on = widgets.toggle(
         "Scrub the temperature in the browser",
         "scrub",
         False,
@@ -315,7 +290,7 @@ def scrubber_section(settings: object, methods: list[str], params: Mapping[str, 
     if not on or not methods:
         return
     side = int(
-        state.choice(
+        widgets.choice(
             "Scrubber pixels",
             "scrub_px",
             [32, 48, 64, 96],
@@ -324,10 +299,19 @@ def scrubber_section(settings: object, methods: list[str], params: Mapping[str, 
         )
     )
     taus = tau_grid(s.tau, list(TAU_OPTIONS))  # type: ignore[attr-defined]
-    key = tuple((m, params_key(dict(params.get(m, {})))) for m in methods)
+    view = TemperatureScrub(
+        inputs=s.spec,  # type: ignore[attr-defined]
+        head=s.head,  # type: ignore[attr-defined]
+        device=s.device_name,  # type: ignore[attr-defined]
+        methods=tuple(methods),
+        params=method_params(methods, params),
+        taus=tuple(taus),
+        seed=s.seed,  # type: ignore[attr-defined]
+        side=side,
+        by_cluster=s.order is not None,  # type: ignore[attr-defined]
+    )
     try:
-        by_cluster = s.order is not None  # type: ignore[attr-defined]
-        views = _views(s.spec, s.head, s.device_name, tuple(methods), key, tuple(taus), s.seed, side, by_cluster)  # type: ignore[attr-defined]
+        views = _views(view)
     except ValueError as exc:  # core.ParameterError: n too large, a bad knob
         st.error(f"Temperature scrubber: {exc}")
         return
@@ -348,12 +332,11 @@ SPLIT_MAX_N = 1024  # several n x n parts per temperature are materialised
 
 def split_scrubber_section(settings: object, params: Mapping[str, object]) -> None:
     """The Sparse + low rank page's scrubber: Scatterbrain's split at every temperature of a grid, in the browser."""
-    from ui import compute, state
-    from ui.jobs import run_heavy
+    from ui import widgets
     from ui.sidebar import TAU_OPTIONS
 
     s = settings  # ui.Settings
-    on = state.toggle(
+    on = widgets.toggle(
         "Scrub the temperature in the browser",
         "scrub",
         False,
@@ -366,28 +349,24 @@ def split_scrubber_section(settings: object, params: Mapping[str, object]) -> No
     if n > SPLIT_MAX_N:
         st.info(f"The split scrubber works up to n = {SPLIT_MAX_N} (n is {n}); lower n in the sidebar to use it.")
         return
-    side = int(state.choice("Scrubber pixels", "scrub_px", [32, 48, 64, 96], 48, help="Side of each map."))
+    side = int(widgets.choice("Scrubber pixels", "scrub_px", [32, 48, 64, 96], 48, help="Side of each map."))
     taus = tuple(tau_grid(s.tau, list(TAU_OPTIONS)))  # type: ignore[attr-defined]
-    knobs = compute.params_key(dict(params))
-    spec, head, seed, device_name = s.spec, s.head, s.seed, s.device_name  # type: ignore[attr-defined]
-    order = s.order  # type: ignore[attr-defined]
-
-    def work(report: object) -> SplitViews:
-        import core.scrub
-
-        q, k, v = compute.tensors(spec, compute.resolve(device_name))
-        h = min(max(head, 0), q.shape[0] - 1)
-        return core.scrub.split_views(
-            q[h], k[h], v[h], list(taus), params=compute._params_dict(knobs), seed=seed, side=side, order=order
-        )
+    view = SplitScrub(
+        inputs=s.spec,  # type: ignore[attr-defined]
+        head=s.head,  # type: ignore[attr-defined]
+        device=s.device_name,  # type: ignore[attr-defined]
+        params=params_key(dict(params)),
+        taus=taus,
+        seed=s.seed,  # type: ignore[attr-defined]
+        side=side,
+        by_cluster=s.order is not None,  # type: ignore[attr-defined]
+    )
+    head = view.head
 
     # About 0.7 s per temperature at n = 512 on two CPU cores, growing with n².
     estimate = len(taus) * 0.7 * (n / 512) ** 2
     try:
-        views = run_heavy(
-            "split_scrub", (spec, head, device_name, knobs, taus, seed, side, order is not None), work, estimate,
-            title="Precomputing every temperature",
-        )  # fmt: skip
+        views = run_view(view, estimate, title="Precomputing every temperature")
     except ValueError as exc:  # core.ParameterError: a bad knob
         st.error(f"Temperature scrubber: {exc}")
         return

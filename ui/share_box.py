@@ -1,9 +1,8 @@
 """The share box's link with a copy button: a small ``st.components.v2`` component instead of ``st.code``.
 
 ``st.code`` makes every page load Streamlit's syntax-highlighter chunk (1.5 MB of JavaScript) to show one URL, and
-on a cold visit that work lands right beside the first chart: without it, the cold first charts of Compare, Error vs
-entropy and the regime map came 0.23-0.32 s sooner (``python -m benchmarks.first_chart_ab``, fresh servers alternated;
-benchmarks/results/first_chart_ab.md).
+on a cold visit that work lands right beside the first chart (``python -m benchmarks.first_visit --baseline REF``
+measures such a change).
 This component is plain HTML, about 1 KB of script, mounted in the page (no iframe).
 
 The link is set as text nodes, never as HTML: it carries the URL's parameters, which a stranger may write.

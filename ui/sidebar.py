@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import functools
 import html
 import math
 import re
 import urllib.parse
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -18,7 +16,7 @@ import torch
 import core
 from core import device as core_device
 from core import registry
-from ui import compute, state
+from ui import compute, page_lifecycle, page_registry, url_params, views, widgets
 from ui.compute import InputSpec
 
 SOURCES = ("clustered", "gaussian", "real")
@@ -82,21 +80,23 @@ def fmt_tau(x: float) -> str:
     return f"{x:g}"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Settings:
-    """The shared sidebar settings of one page run."""
+    """The shared sidebar settings of one page run, parsed from the URL once. The engine calls are built from it as
+    views (``ui.views``), whose fields are their cache keys."""
 
-    spec: InputSpec  # what determines q, k, v
+    spec: InputSpec  # what determines q, k, v; its seed is every random draw's (data and methods)
     tau: float  # temperature: logits = q.k / tau
-    seed: int  # every random draw (data and methods)
     device: str  # requested: auto | cpu | cuda
     device_used: torch.device
     fraction: float  # memory budget as a fraction of full attention
     head: int  # the head shown in single-head views
-    text: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
     # Display only: heatmaps drawn with positions sorted by cluster; every computation uses the real positions.
     sort_clusters: bool = False
+
+    @property
+    def seed(self) -> int:
+        return self.spec.seed
 
     @property
     def beta(self) -> float:
@@ -122,8 +122,11 @@ class Settings:
     def inputs(self) -> compute.InputArrays:
         return compute.load_inputs(self.spec)
 
+    def exact_view(self) -> views.ExactAttention:
+        return views.ExactAttention(self.spec, self.beta, self.device_name)
+
     def exact(self) -> compute.ExactResult:
-        return compute.exact(self.spec, self.beta, self.device_name)
+        return compute.exact(self.exact_view())
 
     @property
     def order(self) -> np.ndarray | None:
@@ -144,7 +147,7 @@ class Settings:
         if in_cluster_order is not None:
             return in_cluster_order
         if matrix.ndim < 2 or matrix.shape[-1] != self.n or matrix.shape[-2] != self.n:
-            state.notice(
+            page_lifecycle.notice(
                 "**Order positions by cluster**: a map reduced before drawing keeps the real positions "
                 f"(n = {self.n}); lower n to see it sorted."
             )
@@ -164,10 +167,13 @@ class Settings:
         """Mean row entropy of exact attention (nats), averaged over heads."""
         return float(self.exact().entropy.mean())
 
+    def method_run(self, method: str, params: dict[str, Any]) -> views.MethodRun:
+        """The view of one method at these settings (its cache key, and what the engine runs)."""
+        return views.MethodRun.of(self.spec, self.beta, self.device_name, method, params, self.seed)
+
     def run(self, method: str, params: dict[str, Any]) -> compute.MethodResult:
-        """One method (cached on every scalar); errors are against exact at the same temperature."""
-        key = compute.params_key(params)
-        return compute.run_method_scheduled(self.spec, self.beta, self.device_name, method, key, self.seed)
+        """One method (cached on every setting); errors are against exact at the same temperature."""
+        return compute.run_method_scheduled(self.method_run(method, params))
 
     def parts(
         self, method: str, params: dict[str, Any], names: tuple[str, ...], head: int | None = None
@@ -175,17 +181,10 @@ class Settings:
         # In cluster order a map must be reordered before any reduction, so up to the cached full size the parts
         # come at full resolution and the page reduces them after sorting.
         full = self.order is not None and compute.block_factor(self.n) > 1 and self.n <= compute.CACHE_FULL_MAX_N
-        return compute.method_parts_scheduled(
-            self.spec,
-            self.beta,
-            self.device_name,
-            method,
-            compute.params_key(params),
-            self.seed,
-            self.head if head is None else head,
-            names,
-            reduce=not full,
+        view = views.MethodParts(
+            self.method_run(method, params), self.head if head is None else head, tuple(names), reduce=not full
         )
+        return compute.method_parts_scheduled(view)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -206,19 +205,6 @@ class Settings:
         }
 
 
-ROOT = Path(__file__).resolve().parent.parent
-# Nicer labels for known pages; other pages get a label from their file name.
-PAGE_LABELS = {
-    "Compare": "Compare",
-    "Sparse_plus_low_rank": "Sparse + low rank",
-    "Error_vs_entropy": "Error vs entropy",
-    "Regime_map": "Regime map",
-    "VCC": "VCC",
-    "Rank_vs_heads": "Rank vs heads",
-    "Kernels": "Kernels",
-    "Scaling": "Scaling",
-    "Paper_claims": "Paper claims",
-}
 SHARED_KEYS = (
     "input",
     "n",
@@ -237,22 +223,6 @@ SHARED_KEYS = (
 )
 
 
-def page_files() -> list[tuple[str, str]]:
-    """(path relative to the app root, URL path) of every page in pages/, in Streamlit's order."""
-    return list(_page_files())
-
-
-@functools.lru_cache(maxsize=1)
-def _page_files() -> tuple[tuple[str, str], ...]:  # read once per process: every run of every page draws the links
-    found = []
-    for path in (ROOT / "pages").glob("*.py"):
-        match = re.match(r"^(\d*)_?(.+)$", path.stem)
-        number = int(match.group(1)) if match and match.group(1) else 10**6
-        name = match.group(2) if match else path.stem
-        found.append((number, path.stem, f"pages/{path.name}", name))
-    return tuple((rel, name) for _, _, rel, name in sorted(found))
-
-
 NAV_CSS = """<style>
 .ae-nav a {display: block; padding: 0.25rem 0.6rem; margin: 0.05rem 0; border-radius: 0.4rem; color: inherit;
            text-decoration: none; font-size: 0.95rem;}
@@ -267,7 +237,7 @@ def navigation(where: Any) -> None:
     Plain links (a full page load) rather than st.page_link: Streamlit's in-app page switch drops query
     parameters bound to the previous page's widgets, and a full load gives the address bar the settings.
     """
-    page_state = state.current()
+    page_state = page_lifecycle.current()
     carried: list[tuple[str, str]] = []
     for key in SHARED_KEYS:
         control = page_state.controls.get(key)
@@ -275,21 +245,20 @@ def navigation(where: Any) -> None:
             continue
         url_value = control.to_url(control.value)
         carried += [(key, v) for v in (url_value if isinstance(url_value, list) else [url_value])]
-    if state.lesson_mode():
-        carried.append((state.LESSON_KEY, "1"))
-        hide = ",".join(sorted(k for k in state.hidden_keys() if re.fullmatch(r"[A-Za-z0-9_]{1,40}", k)))
+    if page_lifecycle.lesson_mode():
+        carried.append((url_params.LESSON_KEY, "1"))
+        hide = ",".join(sorted(k for k in page_lifecycle.hidden_keys() if re.fullmatch(r"[A-Za-z0-9_]{1,40}", k)))
         if hide:
-            carried.append((state.HIDE_KEY, hide))
+            carried.append((url_params.HIDE_KEY, hide))
     query = urllib.parse.urlencode(carried, safe=",/")
-    links = [("", "Home")] + [(name, PAGE_LABELS.get(name, name.replace("_", " "))) for _, name in page_files()]
     items = []
-    for path, label in links:
+    for path, label in ((p.url_path, p.label) for p in page_registry.ALL_PAGES):
         href = (path or "./") + (f"?{query}" if query else "")
         current = ' class="ae-current"' if path == page_state.url_path else ""
         items.append(f'<a href="{html.escape(href, quote=True)}" target="_self"{current}>{html.escape(label)}</a>')
     where.markdown(NAV_CSS + '<nav class="ae-nav">' + "".join(items) + "</nav>", unsafe_allow_html=True)
-    present = [(k, v) for k, values in state._raw_params().items() if k != state.PRESENT_KEY for v in values]
-    present_href = "?" + urllib.parse.urlencode([*present, (state.PRESENT_KEY, "1")], safe=",/")
+    present = [(k, v) for k, values in url_params.raw_params().items() if k != url_params.PRESENT_KEY for v in values]
+    present_href = "?" + urllib.parse.urlencode([*present, (url_params.PRESENT_KEY, "1")], safe=",/")
     where.markdown(
         f'<nav class="ae-nav"><a href="{html.escape(present_href, quote=True)}" target="_self">'
         "Presenter view (projector)</a></nav>",
@@ -299,7 +268,7 @@ def navigation(where: Any) -> None:
     where.divider()
 
 
-def _follow_source_switch(page: state.PageState, source: str, base: dict[str, Any], show_budget: bool) -> None:
+def _follow_source_switch(page: page_lifecycle.PageState, source: str, base: dict[str, Any], show_budget: bool) -> None:
     """When the user switches to or from the real model, put τ and the budget at the new input's defaults.
 
     Runs before those controls exist in this run, so it may set their values. A link's own values win on its
@@ -309,7 +278,7 @@ def _follow_source_switch(page: state.PageState, source: str, base: dict[str, An
     st.session_state.setdefault(_SOURCE_KEY, {})[page.page] = source
     if previous is None or previous == source or "real" not in (previous, source):
         return
-    hidden = state.hidden_keys()
+    hidden = page_lifecycle.hidden_keys()
     for key in ("tau", "budget") if show_budget else ("tau",):
         if key not in hidden:
             st.session_state[key] = base[key]
@@ -317,7 +286,7 @@ def _follow_source_switch(page: state.PageState, source: str, base: dict[str, An
 
 def device_control(where: Any, default: str = "auto") -> tuple[str, torch.device]:
     """The Device control bound to ``?device=``: (requested name, device actually used; CPU if absent)."""
-    device = state.choice(
+    device = widgets.choice(
         "Device",
         "device",
         list(DEVICES),
@@ -328,7 +297,7 @@ def device_control(where: Any, default: str = "auto") -> tuple[str, torch.device
     try:
         return device, core_device.resolve_device(device)
     except core.ParameterError:
-        state.notice(f"**Device**: `{device}` is not available on this machine; using the CPU.")
+        page_lifecycle.notice(f"**Device**: `{device}` is not available on this machine; using the CPU.")
         return device, torch.device("cpu")
 
 
@@ -347,15 +316,15 @@ def sidebar(
     show_head / show_heads: draw the "head shown" / "heads" controls (pages with one head hide them);
     defaults: per-page default overrides (e.g. {"n": 256}); a different default changes what the URL omits.
     """
-    page = state.current()
+    page = page_lifecycle.current()
     base = dict(DEFAULTS)
     base.update(defaults or {})
     bar = st.sidebar
     nav_box = bar.container()
-    if state.lesson_mode():
+    if page_lifecycle.lesson_mode():
         bar.info("Lesson mode: your teacher fixed some settings. Open the link without `lesson=1` to see them all.")
     bar.header("Input")
-    source = state.choice(
+    source = widgets.choice(
         "Input",
         "input",
         list(sources),
@@ -371,10 +340,10 @@ def sidebar(
     text = ""
     layer = 0
     if source == "real":
-        text = state.text_area(
+        text = widgets.text_area(
             "Text", "text", core.data.default_text(), where=bar, max_chars=3000, help="Up to 512 tokens are used."
         )
-        layer = state.int_slider(
+        layer = widgets.int_slider(
             "Layer",
             "layer",
             0,
@@ -386,7 +355,7 @@ def sidebar(
         try:
             tokens = compute.real_token_count(text)
         except core.ParameterError as exc:
-            state.notice(f"The text could not be used ({exc}); using the default text.")
+            page_lifecycle.notice(f"The text could not be used ({exc}); using the default text.")
             text = core.data.default_text()
             tokens = compute.real_token_count(text)
         n, d, heads = tokens, REAL_D, REAL_HEADS
@@ -394,7 +363,7 @@ def sidebar(
         clusters, spread = base["clusters"], base["spread"]
         sort_clusters = False
     else:
-        n = state.int_slider(
+        n = widgets.int_slider(
             "Sequence length n",
             "n",
             16,
@@ -405,14 +374,14 @@ def sidebar(
             help=f"Tokens (rows of the attention matrix). At most {max_n} here, because the views "
             "draw the full n × n matrix.",
         )
-        d = state.int_slider("Head dimension d", "d", 2, 256, base["d"], where=bar)
+        d = widgets.int_slider("Head dimension d", "d", 2, 256, base["d"], where=bar)
         # The memory cap is the slider's maximum, so a link asking for more is clamped like any other
         # out-of-range value: with a notice, and the clamped value written back to the address bar.
         heads_max = max_heads(n)
         heads = (
             min(base["heads"], heads_max)
             if not show_heads
-            else state.int_slider(
+            else widgets.int_slider(
                 "Heads",
                 "heads",
                 1,
@@ -430,7 +399,7 @@ def sidebar(
         clusters, spread = base["clusters"], base["spread"]
         sort_clusters = False
         if source == "clustered":
-            clusters = state.int_slider(
+            clusters = widgets.int_slider(
                 "Clusters",
                 "clusters",
                 1,
@@ -439,7 +408,7 @@ def sidebar(
                 where=bar,
                 help="Number of cluster centres (equal sizes; members at random positions).",
             )
-            spread = state.float_slider(
+            spread = widgets.float_slider(
                 "Cluster spread σ",
                 "spread",
                 0.0,
@@ -450,7 +419,7 @@ def sidebar(
                 help="Distance of points from their centre, relative to the "
                 "centre's norm (≈ 1). Small σ: tight clusters.",
             )
-            sort_clusters = state.toggle(
+            sort_clusters = widgets.toggle(
                 "Order positions by cluster",
                 "sort_clusters",
                 bool(base["sort_clusters"]),
@@ -460,7 +429,7 @@ def sidebar(
                 "Off: position order.",
             )
     bar.header("Temperature")
-    tau = state.log_slider(
+    tau = widgets.log_slider(
         "Temperature τ",
         "tau",
         TAU_OPTIONS,
@@ -474,7 +443,7 @@ def sidebar(
     if source == "real" and "tau" not in (defaults or {}):
         st.caption(REAL_NOTE)
     bar.header("Run")
-    seed = state.int_input(
+    seed = widgets.int_input(
         "Seed",
         "seed",
         0,
@@ -487,7 +456,7 @@ def sidebar(
     bar.caption(f"Running on **{core_device.describe(device_used)}**")
     fraction = base["budget"]
     if show_budget:
-        fraction = state.log_slider(
+        fraction = widgets.log_slider(
             "Memory budget (fraction of full attention)",
             "budget",
             BUDGET_OPTIONS,
@@ -498,9 +467,9 @@ def sidebar(
             "(per head). Methods are linked to it unless you unlink them.",
         )
     if source == "real":
-        head = state.int_slider("Head", "head", 0, REAL_HEADS - 1, min(base["head"], REAL_HEADS - 1), where=bar)
+        head = widgets.int_slider("Head", "head", 0, REAL_HEADS - 1, min(base["head"], REAL_HEADS - 1), where=bar)
     elif show_head and heads > 1:
-        head = state.int_slider(
+        head = widgets.int_slider(
             "Head shown",
             "head",
             0,
@@ -526,12 +495,10 @@ def sidebar(
     settings = Settings(
         spec=spec,
         tau=tau,
-        seed=int(seed),
         device=device,
         device_used=device_used,
         fraction=float(fraction),
         head=int(head),
-        text=text,
         sort_clusters=bool(sort_clusters),
     )
     with temp_box:
@@ -589,7 +556,7 @@ def method_controls(settings: Settings, method: str, where: Any = None) -> dict[
     budgeted = [p for p in spec.params if p.budgeted]
     linked = True
     if budgeted:
-        linked = state.toggle(
+        linked = widgets.toggle(
             "Linked to budget",
             param_key(method, "linked"),
             True,
@@ -613,7 +580,7 @@ def method_controls(settings: Settings, method: str, where: Any = None) -> dict[
     try:
         return spec.validate(values, n, d)
     except core.ParameterError as exc:
-        state.notice(f"**{spec.label}**: {exc}; using the budget values.")
+        page_lifecycle.notice(f"**{spec.label}**: {exc}; using the budget values.")
         return spec.validate({k: v for k, v in budget.items()}, n, d)
 
 
@@ -621,21 +588,23 @@ def _param_widget(p: core.ParamSpec, key: str, start: Any, n: int, d: int, where
     label = p.name.replace("_", " ")
     low, high = p.bounds(n, d)
     if p.kind == "bool":
-        return state.toggle(label, key, bool(start), help=p.help, where=where)
+        return widgets.toggle(label, key, bool(start), help=p.help, where=where)
     if p.kind == "choice":
-        return state.choice(label, key, list(p.choices), start, help=p.help, where=where)
+        return widgets.choice(label, key, list(p.choices), start, help=p.help, where=where)
     if p.kind == "int":
         lo = int(math.ceil(low)) if low is not None else 0
         hi = int(high) if high is not None else max(lo + 1, int(start) * 8, 1024)
         if hi - lo <= 64 and not p.log:
-            return state.int_slider(label, key, lo, hi, int(start), help=p.help, where=where)
-        return state.int_input(label, key, lo, hi, int(start), help=p.help, where=where)
+            return widgets.int_slider(label, key, lo, hi, int(start), help=p.help, where=where)
+        return widgets.int_input(label, key, lo, hi, int(start), help=p.help, where=where)
     if p.kind == "float":
         lo = float(low) if low is not None else 0.0
         hi = float(high) if high is not None else max(lo + 1.0, float(start) * 10)
         if p.log and lo > 0:
-            return state.log_slider(label, key, _log_grid(lo, hi, float(start)), float(start), help=p.help, where=where)
-        return state.float_slider(
+            return widgets.log_slider(
+                label, key, _log_grid(lo, hi, float(start)), float(start), help=p.help, where=where
+            )
+        return widgets.float_slider(
             label, key, lo, hi, float(start), step=(hi - lo) / 100 or 0.01, help=p.help, where=where
         )
     # int_list: comma-separated integers
@@ -643,7 +612,7 @@ def _param_widget(p: core.ParamSpec, key: str, start: Any, n: int, d: int, where
         start_text = ""
     else:
         start_text = ",".join(str(x) for x in (start if isinstance(start, list) else [start]))
-    text = state.text_line(
+    text = widgets.text_line(
         label,
         key,
         start_text,
@@ -655,7 +624,7 @@ def _param_widget(p: core.ParamSpec, key: str, start: Any, n: int, d: int, where
         numbers = [int(x) for x in text.replace(" ", "").split(",") if x]
         return numbers or None
     except ValueError:
-        state.notice(f"**{label}**: `{text[:40]}` is not a list of integers; using {start}.")
+        page_lifecycle.notice(f"**{label}**: `{text[:40]}` is not a list of integers; using {start}.")
         return start
 
 
@@ -679,4 +648,4 @@ def method_picker(
         and (n is None or spec.max_n is None or n <= spec.max_n)
     ]
     help_text = "; ".join(f"{name}: {registered_methods()[name].label}" for name in names)
-    return state.multiselect(label, key, names, [m for m in default if m in names], where=where, help=help_text)
+    return widgets.multiselect(label, key, names, [m for m in default if m in names], where=where, help=help_text)

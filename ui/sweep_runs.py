@@ -9,44 +9,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from core import limits, sweeps
-from ui import compute
-from ui.jobs import estimate_seconds, run_heavy
+from core import limits
+from ui import compute, views
+from ui.jobs import estimate_seconds
 from ui.sidebar import Settings
 
 REAL_LAYERS = 6
-
-
-def _sweep(
-    spec: compute.InputSpec,
-    taus: tuple[float, ...],
-    methods: tuple[str, ...],
-    fraction: float,
-    seed: int,
-    params: tuple,
-    device_name: str,
-    _progress: Any = None,
-) -> dict[str, Any]:
-    dev = compute.resolve(device_name)
-    q, k, v = compute.tensors(spec, dev)
-    result = sweeps.error_vs_entropy(
-        q,
-        k,
-        v,
-        list(methods),
-        taus=list(taus),
-        fraction=fraction,
-        seed=seed,
-        method_params={m: dict(compute._params_dict(p)) for m, p in params},
-        progress=_progress,
-    )
-    return {
-        "entropy": result.entropy,
-        "betas": result.betas,
-        "attention": result.attention_error,
-        "output": result.output_error,
-        "params": result.params,
-    }
 
 
 def taus_between(low: float, high: float, points: int) -> np.ndarray:
@@ -54,7 +22,7 @@ def taus_between(low: float, high: float, points: int) -> np.ndarray:
 
 
 def sweep_check(s: Settings, methods: Sequence[str], params: dict[str, dict[str, Any]], points: int) -> Callable:
-    """The server-limit check of a sweep (for ``ui.state.within_limits``)."""
+    """The server-limit check of a sweep (for ``ui.within_limits``)."""
     chosen = {m: params[m] for m in methods}
     estimate = lambda n: limits.sweep_estimate(chosen, n, s.d, s.heads, points)  # noqa: E731
     return lambda: limits.check("n", s.n, limits.sizes_up_to(s.n), estimate)
@@ -64,16 +32,17 @@ def temperature_sweep(
     s: Settings, taus: np.ndarray, methods: Sequence[str], params: dict[str, dict[str, Any]]
 ) -> dict[str, Any]:
     """Errors of every method over the temperatures (cached; heavy settings queue in the scheduler)."""
-    key = tuple((m, compute.params_key(params[m])) for m in methods)
-    args = (s.spec, tuple(float(t) for t in taus), tuple(methods), s.fraction, s.seed, key, s.device_name)
-    work = len(taus) * s.spec.heads * s.spec.n**2 * (len(methods) + 1)
-    return run_heavy(
-        "error_vs_entropy",
-        args,
-        lambda report: _sweep(*args, _progress=report),
-        estimate_seconds(work),
-        title="The temperature sweep",
+    view = views.TemperatureSweep(
+        inputs=s.spec,
+        taus=tuple(float(t) for t in taus),
+        methods=tuple(methods),
+        fraction=s.fraction,
+        seed=s.seed,
+        params=views.method_params(methods, params),
+        device=s.device_name,
     )
+    work = len(taus) * s.spec.heads * s.spec.n**2 * (len(methods) + 1)
+    return views.run(view, estimate_seconds(work), title="The temperature sweep")  # type: ignore[no-any-return]
 
 
 def real_heads_table(
@@ -85,11 +54,12 @@ def real_heads_table(
     """One row per (method, layer, head) of the real model at the sidebar temperature; and (method, error) refusals."""
     rows, refused = [], []
     for layer in range(REAL_LAYERS):
-        spec = compute.InputSpec(**{**s.spec.__dict__, "layer": layer})
-        exact = compute.exact(spec, s.beta, s.device_name)
+        spec = s.spec.replace(layer=layer)
+        exact = compute.exact(views.ExactAttention(spec, s.beta, s.device_name))
         for method in methods:
-            key = compute.params_key(params[method])
-            res = compute.run_method_scheduled(spec, s.beta, s.device_name, method, key, s.seed)
+            res = compute.run_method_scheduled(
+                views.MethodRun.of(spec, s.beta, s.device_name, method, params[method], s.seed)
+            )
             if res.error_message:
                 refused.append((method, res.error_message))
                 continue

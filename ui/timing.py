@@ -7,12 +7,10 @@ budget return None, and the page says plainly that its time is one cold measurem
 
 from __future__ import annotations
 
-from typing import Any
-
 import streamlit as st
 
 from core import compare
-from ui import compute
+from ui import compute, views
 from ui.jobs import LIGHT_SECONDS
 
 RUNS = 5
@@ -20,20 +18,15 @@ BUDGET_S = 1.0  # warm calls per method stop after about this much time
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def warm_timing(
-    spec: compute.InputSpec,
-    beta: float,
-    device_name: str,
-    method: str,
-    params: tuple[tuple[str, Any], ...],
-    seed: int,
-) -> compare.WarmTiming | None:
-    kwargs = compute._params_dict(params)
-    if compute.method_seconds(spec, method, kwargs) > LIGHT_SECONDS:
+def warm_timing(run: views.MethodRun) -> compare.WarmTiming | None:
+    kwargs = run.kwargs
+    if compute.method_seconds(run.inputs, run.method, kwargs) > LIGHT_SECONDS:
         return None
-    dev = compute.resolve(device_name)
-    q, k, v = compute.tensors(spec, dev)
-    return compare.method_timing(method, q, k, v, scale=beta, seed=seed, params=kwargs, runs=RUNS, budget_s=BUDGET_S)
+    dev = compute.resolve(run.device)
+    q, k, v = compute.tensors(run.inputs, dev)
+    return compare.method_timing(
+        run.method, q, k, v, scale=run.beta, seed=run.seed, params=kwargs, runs=RUNS, budget_s=BUDGET_S
+    )
 
 
 def describe(timing: compare.WarmTiming | None, cold_seconds: float) -> str:

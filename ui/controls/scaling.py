@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import streamlit as st
@@ -11,6 +10,7 @@ import torch
 import ui
 from core import device as core_device
 from core import limits, scaling_tables
+from ui.views import ScalingRun
 
 SIZES = [2**p for p in range(6, 17)]  # 64 .. 65536
 ROW_BUDGETS = [16, 32, 64, 128, 256, 512]
@@ -20,7 +20,7 @@ FAMILIES = ("sparse", "low-rank", "sparse+low-rank", "compression")
 
 @dataclass(frozen=True)
 class ScalingControls:
-    """The chosen run; values are kept as the widgets return them, so ``key`` matches earlier runs' cache keys."""
+    """The chosen run and its limits, as the sidebar returns them."""
 
     methods: list[str]  # exact first when included
     sizes: list[int]
@@ -35,11 +35,20 @@ class ScalingControls:
     memory_limit: float  # MiB
 
     @property
-    def key(self) -> str:
-        """One measurement per settings and server, shared by every session."""
-        return json.dumps(
-            [self.methods, self.sizes, self.heads, self.d, self.row_budget, self.tau, self.seed, self.device.type]
-            + [self.point_limit, self.total_limit, self.memory_limit]
+    def run(self) -> ScalingRun:
+        """The measurement these settings ask for: one per settings and server, shared by every session."""
+        return ScalingRun(
+            methods=tuple(self.methods),
+            sizes=tuple(int(n) for n in self.sizes),
+            heads=int(self.heads),
+            d=int(self.d),
+            row_budget=int(self.row_budget),
+            tau=float(self.tau),
+            seed=int(self.seed),
+            device=self.device.type,
+            point_limit=float(self.point_limit),
+            total_limit=float(self.total_limit),
+            memory_limit=float(self.memory_limit),
         )
 
 

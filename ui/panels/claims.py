@@ -9,28 +9,11 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-import ui
 from core import claims
-from ui import result_cache
+from ui import claims_table, views
 
 AUTO_SECONDS = 3.0  # claims estimated above this wait for the button: the table never waits long on a fresh server
 MEASURE_LABEL = "Measure the claims"
-
-COLOURS = {
-    claims.HOLDS: "background-color: rgba(46, 160, 67, 0.25)",
-    claims.REGIME: "background-color: rgba(210, 153, 34, 0.30)",
-    claims.FAILS: "background-color: rgba(218, 54, 51, 0.28)",
-}
-MEASURED_COLUMNS = ["measured now (clustered)", "measured now (real MiniLM heads)"]
-
-
-def _verdict_colour(value: Any) -> str:
-    return COLOURS.get(value, "")
-
-
-def _measured_colour(value: Any) -> str:
-    """Cells read "<value> (<verdict>)"."""
-    return next((c for k, c in COLOURS.items() if str(value).endswith(f"({k})")), "")
 
 
 def measured_claims(
@@ -45,7 +28,7 @@ def measured_claims(
     for paper in dict.fromkeys(claim.paper for claim in selected):
         for claim_id, which in claims.due(selected, paper, with_slow, with_real):
             total += 1
-            hit = result_cache.get("paper_claim", (claim_id, which, seed, text))
+            hit = views.lookup(views.PaperClaim(claim_id, which, seed, text))
             if hit is None:
                 todo.setdefault(paper, []).append((claim_id, which))
             else:
@@ -73,38 +56,18 @@ def measured_claims(
 
 def _measure_paper(paper: str, due: list[tuple[str, str]], seed: int, text: str | None) -> dict[str, dict[str, Any]]:
     """One paper's claims as one scheduled job (queued, with progress and Cancel), each claim cached on its own."""
-
-    def work(report: Any) -> dict[str, dict[str, Any]]:
-        out = {}
-        for i, (claim_id, which) in enumerate(due):
-            report(i / len(due), f"{claim_id} ({which})")
-            out[claims.result_key(claim_id, which)] = result_cache.cached(
-                "paper_claim",
-                (claim_id, which, seed, text),
-                lambda cid=claim_id, w=which: claims.measure_plain(cid, w, seed, text),
-            )
-        return out
-
     estimate = sum(claims.estimate_seconds(claims.get(c), (w,)) for c, w in due)
-    return ui.run_heavy("paper_claims", (paper, tuple(due), seed, text), work, estimate, title=f"Measuring {paper}")
-
-
-SHOWN_COLUMNS = ["claim", *MEASURED_COLUMNS, "threshold", "verdict", "view"]  # the CSV has every column
-
-
-def shown_table(table: pd.DataFrame) -> pd.DataFrame:
-    """The columns the page shows, each view as a Markdown link (a static table renders it)."""
-    shown = table[[c for c in SHOWN_COLUMNS if c in table.columns]].copy()
-    if "view" in shown:
-        shown["view"] = [f"[open]({link})" if link else "" for link in shown["view"]]
-    return shown
+    view = views.PaperClaims(paper, tuple(due), seed, text)
+    return views.run(view, estimate, title=f"Measuring {paper}")  # type: ignore[no-any-return]
 
 
 def draw_table(table: pd.DataFrame, failing_real: list[str]) -> None:
     """The claims table, one metric per verdict, the real-heads warning and the CSV download."""
     # A static table wraps each claim and threshold in full (a data grid cut them at any width).
-    shown = shown_table(table)
-    styled = shown.style.map(_verdict_colour, subset=["verdict"]).map(_measured_colour, subset=MEASURED_COLUMNS)
+    shown = claims_table.shown_table(table)
+    styled = shown.style.map(claims_table.verdict_colour, subset=["verdict"]).map(
+        claims_table.measured_colour, subset=claims_table.MEASURED_COLUMNS
+    )
     st.table(styled.hide(axis="index"))
     counts = table["verdict"].value_counts()
     cols = st.columns(3)

@@ -68,7 +68,7 @@ def metrics_section(
         table_where.caption(
             "Parameters: " + "; ".join(f"**{r['method']}** {r['parameters']}" for r in rows if r.get("parameters"))
         )
-    exact_warm = timing.warm_timing(s.spec, s.beta, s.device_name, "exact", (), s.seed) if warm else None
+    exact_warm = timing.warm_timing(s.method_run("exact", {})) if warm else None
     exact_time = timing.describe(exact_warm, exact.seconds)
     table_where.caption(
         f"Exact attention stores n² = {s.n * s.n:,} numbers per head and took {exact_time} on {exact.device}. "

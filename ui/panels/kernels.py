@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
@@ -12,7 +11,7 @@ import ui
 from core import kernel_study as study
 from core import kernels as K
 from core import limits
-from ui import compute, result_cache
+from ui import views
 from ui.controls.kernels import DRAWS, LK_STEPS, FitControls
 from ui.figures import kernels as figs
 
@@ -92,33 +91,26 @@ def input_caption(s: ui.Settings) -> None:
     )
 
 
-def on_demand(name: str, key: Any, work: Callable[[Any], Any], seconds: float, label: str) -> Any | None:
-    """The shared cache's value; else run ``work`` through ``ui.run_heavy`` at once when cheap, or on a button."""
-    found = result_cache.get(name, key)
+def on_demand(view: views.View, seconds: float, label: str) -> Any | None:
+    """The shared cache's value; else computed through the scheduler at once when cheap, or on a button."""
+    found = views.lookup(view)
     if found is not None:
         return found
-    if seconds <= AUTO_SECONDS or st.button(label, key=f"go_{name}", type="primary"):
-        return ui.run_heavy(name, key, work, seconds, title=label)
+    if seconds <= AUTO_SECONDS or st.button(label, key=f"go_{view.cache_name}", type="primary"):
+        return views.run(view, seconds, title=label)
     st.info(f"Estimated {seconds:.0f} s: press **{label}** to start (it is cached afterwards).")
     return None
 
 
 def pair_measurement(s: ui.Settings, length: float, angle: float, draws: int) -> list[K.KernelMSECurve] | None:
     """The pair's Monte Carlo (cached): refused over the limits naming the draws that fit, else on demand."""
-    if not ui.state.within_limits(
+    if not ui.within_limits(
         lambda: limits.check("Feature draws", draws, DRAWS, lambda x: study.kernel_mse_estimate(s.d, x))
     ):
         return None
-    args = (s.d, length, angle, draws, s.seed)
-    work = lambda job: study.kernel_mse_at_pair(*args, progress=job)  # noqa: E731
+    view = views.KernelPairCurves(s.d, length, angle, draws, s.seed)
     seconds = study.kernel_mse_seconds(s.d, draws)
-    return on_demand("kernels_mse_curves", args, work, seconds, f"Measure with {draws} draws")
-
-
-def tensors(spec: compute.InputSpec, device_name: str, seed_offset: int = 0) -> study.QKV:
-    if seed_offset:
-        spec = compute.InputSpec(**{**spec.__dict__, "seed": spec.seed + seed_offset})
-    return study.QKV(*compute.tensors(spec, compute.resolve(device_name)))
+    return on_demand(view, seconds, f"Measure with {draws} draws")
 
 
 def ratio_line(ratio: float) -> None:
@@ -132,7 +124,7 @@ def entry_bins(s: ui.Settings, m: int, redraws: int) -> K.EntryErrorBins | None:
     """The entry bins (cached): refused over the limits, at once when cheap, else on a button (never computed in
     the page run's own thread when heavy, where a closed tab could not stop it mid-call)."""
     heads = s.spec.heads
-    if not ui.state.within_limits(
+    if not ui.within_limits(
         lambda: limits.check_knobs(
             [
                 ("Features m", m, study.ATTENTION_FEATURES, lambda x: study.entry_estimate(s.n, heads, x, redraws)),
@@ -143,13 +135,9 @@ def entry_bins(s: ui.Settings, m: int, redraws: int) -> K.EntryErrorBins | None:
     ):
         return None
 
-    def work(job: Any) -> K.EntryErrorBins:
-        inputs = tensors(s.spec, s.device_name)
-        return K.entry_error_by_size(inputs.q, inputs.k, s.beta, m, redraws=redraws, seed=s.seed)
-
-    key = (s.spec, s.beta, m, redraws, s.seed, s.device_name)
+    view = views.KernelEntryBins(s.spec, s.beta, m, redraws, s.seed, s.device_name)
     seconds = study.entry_estimate(s.n, heads, m, redraws).seconds
-    return on_demand("kernels_entry_bins", key, work, seconds, "Bin the entries")
+    return on_demand(view, seconds, "Bin the entries")
 
 
 def bin_counts(bins: K.EntryErrorBins) -> None:
@@ -161,7 +149,7 @@ def trig_fraction(s: ui.Settings, ms: tuple[int, ...], orthogonal: bool) -> Any 
     """Share of non-positive trig normalisers (cached): refused over the limits, on a button when heavy."""
     heads, top = s.spec.heads, max(ms)
     rest = [m for m in ms if m != top]
-    if not ui.state.within_limits(
+    if not ui.within_limits(
         lambda: limits.check_knobs(
             [
                 ("Features m", top, ms, lambda x: study.trig_estimate(s.n, heads, s.d, [*rest, x])),
@@ -171,24 +159,15 @@ def trig_fraction(s: ui.Settings, ms: tuple[int, ...], orthogonal: bool) -> Any 
     ):
         return None
 
-    def work(job: Any) -> Any:
-        inputs = tensors(s.spec, s.device_name)
-        return study.trig_fraction(inputs.q, inputs.k, ms, orthogonal=orthogonal, seed=s.seed)
-
-    key = (s.spec, ms, orthogonal, s.seed, s.device_name)
+    view = views.KernelTrigFraction(s.spec, tuple(ms), orthogonal, s.seed, s.device_name)
     seconds = study.trig_estimate(s.n, heads, s.d, ms).seconds
-    return on_demand("kernels_trig_fraction", key, work, seconds, "Count the non-positive normalisers")
+    return on_demand(view, seconds, "Count the non-positive normalisers")
 
 
 def attention_curves(s: ui.Settings, redraws: int) -> study.AttentionStudy | None:
     """The Performer at every m on the sidebar's input (cached, at once when cheap, else on its button)."""
-
-    def work(job: Any) -> study.AttentionStudy:
-        inputs = tensors(s.spec, s.device_name)
-        return study.attention_study(inputs.q, inputs.k, inputs.v, s.beta, redraws, s.seed, progress=job)
-
     seconds = study.attention_seconds(s.n, s.spec.heads, redraws)
-    if not ui.state.within_limits(
+    if not ui.within_limits(
         lambda: limits.check_knobs(
             [
                 ("Redraws", redraws, range(1, 11), lambda x: study.attention_estimate(s.n, s.spec.heads, x)),
@@ -197,8 +176,8 @@ def attention_curves(s: ui.Settings, redraws: int) -> study.AttentionStudy | Non
         )
     ):
         return None
-    key = (s.spec, s.beta, redraws, s.seed, s.device_name)
-    return on_demand("kernels_attention_curves", key, work, seconds, "Run the Performer at every m")
+    view = views.KernelAttentionCurves(s.spec, s.beta, redraws, s.seed, s.device_name)
+    return on_demand(view, seconds, "Run the Performer at every m")
 
 
 def kernel_comparison(s: ui.Settings, fit: FitControls) -> K.KernelComparison | None:
@@ -209,35 +188,24 @@ def kernel_comparison(s: ui.Settings, fit: FitControls) -> K.KernelComparison | 
         params = {"features": fit.features, "steps": t}
         return limits.scaled(limits.method_estimate("learned_kernel", s.n, s.d, s.heads, params, dense=True), fits)
 
-    def work(job: Any) -> K.KernelComparison:
-        fresh = None if s.spec.source == "real" else tensors(s.spec, s.device_name, seed_offset=1)
-        fit_on = tensors(s.spec, s.device_name)
-        args = (fit.features, fit.variants, fit.steps, fit.penalty, fit.lr)
-        return study.compare_on_inputs(fit_on, fresh, s.beta, *args, s.seed)
-
     if not fit.variants:
         st.info("Pick at least one variant.")
         return None
-    if not ui.state.within_limits(lambda: limits.check("Steps", fit.steps, LK_STEPS, fit_estimate)):
+    if not ui.within_limits(lambda: limits.check("Steps", fit.steps, LK_STEPS, fit_estimate)):
         return None
-    key = (s.spec, s.beta, fit.features, tuple(fit.variants), fit.steps, fit.penalty, fit.lr, s.seed, s.device_name)
+    view = views.KernelComparison(
+        s.spec, s.beta, fit.features, tuple(fit.variants), fit.steps, fit.penalty, fit.lr, s.seed, s.device_name
+    )
     seconds = study.comparison_seconds(len(fit.variants), fit.steps, s.n, s.spec.heads, fit.features)
-    return on_demand("kernels_comparison", key, work, seconds, "Fit the kernels")
+    return on_demand(view, seconds, "Fit the kernels")
 
 
 def penalty_section(s: ui.Settings, fit: FitControls) -> None:
     """The ff variant refitted at every λ (on demand): fit quality and W's singular values side by side."""
     st.subheader("Orthogonality penalty sweep")
-
-    def work(job: Any) -> K.PenaltySweep:
-        i = tensors(s.spec, s.device_name)
-        return K.penalty_sweep(
-            i.q, i.k, i.v, s.beta, fit.features, study.PENALTIES, steps=fit.steps, lr=fit.lr, seed=s.seed
-        )
-
-    key = (s.spec, s.beta, fit.features, fit.steps, fit.lr, s.seed, s.device_name)
+    view = views.KernelPenaltySweep(s.spec, s.beta, fit.features, fit.steps, fit.lr, s.seed, s.device_name)
     seconds = study.penalty_seconds(fit.steps, n=s.n, heads=s.spec.heads, features=fit.features)
-    sw = on_demand("kernels_penalty_sweep", key, work, seconds, "Refit at every λ")
+    sw = on_demand(view, seconds, "Refit at every λ")
     if sw is None:
         return
     c1, c2 = st.columns(2)

@@ -12,7 +12,7 @@ import ui
 from core import limits
 from core import rank_heads as rh
 from core import rank_heads_study as study
-from ui import result_cache
+from ui import views
 from ui.controls.rank_heads import AUTO_SECONDS, STEPS, RankHeadsControls
 
 INTRO = (
@@ -61,17 +61,15 @@ def describe(item: tuple[int, ...]) -> str:
 
 def train_panel(
     c: RankHeadsControls,
-    name: str,
     items: Sequence[tuple[int, ...]],
-    key: Callable[[Any], Any],
-    run: Callable[[Any, Any], rh.TrainResult],
+    view_of: Callable[[Any], views.View],
     label: str,
     button: str,
     ok: Callable[[list[Any]], bool],
 ) -> dict:
     """The items already in the shared cache; the rest trained at once when cheap (and ``auto``), else on the button,
-    in an open status box (an overall bar, then each job's own bar and Cancel button from ``ui.run_heavy``)."""
-    todo = [item for item in items if not result_cache.contains(name, key(item))]
+    in an open status box (an overall bar, then each job's own bar and Cancel button from the scheduler)."""
+    todo = [item for item in items if not views.is_cached(view_of(item))]
     seconds = c.settings.seconds([item[:2] for item in todo])
     allowed = ok(todo)
     gpu_note = " (a GPU runs these much faster)." if c.device.type == "cpu" else "."
@@ -85,13 +83,12 @@ def train_panel(
             overall = st.progress(0.0, text="starting")
             for index, item in enumerate(todo):
                 overall.progress(index / len(todo), text=f"{index} of {len(todo)} trained")
-                work = lambda job, item=item: run(item, job)  # noqa: E731
                 estimate = c.settings.seconds([item[:2]])
-                ui.run_heavy(name, key(item), work, estimate, title=f"Training {describe(item)}")
+                views.run(view_of(item), estimate, title=f"Training {describe(item)}")
             box.update(label=f"Trained {len(todo)} setting(s)", state="complete", expanded=False)
     elif allowed and todo:
         st.info(f"Estimated {seconds:.0f} s: press **{label}** to start (it is cached afterwards).")
-    return {item: r for item in items if (r := result_cache.get(name, key(item))) is not None}
+    return {item: r for item in items if (r := views.lookup(view_of(item))) is not None}
 
 
 def grid_allowed(c: RankHeadsControls, cells: list[study.Cell]) -> bool:
@@ -114,10 +111,8 @@ def train_grid(c: RankHeadsControls, cells: list[study.Cell], allowed: bool) -> 
     try:
         return train_panel(
             c,
-            "rank_heads_cell",
             cells,
-            lambda cell: ("grid", t.target, t.d, t.n_points, t.steps, t.seeds, t.seed, t.device, *cell),
-            lambda cell, job: study.train_cell(t, *cell, progress=job),
+            lambda cell: views.RankHeadsCell(t, *cell),
             "Train the grid",
             "train_grid",
             lambda todo: allowed,
@@ -133,16 +128,12 @@ def train_n_sweep(c: RankHeadsControls, sweep: list[tuple[int, int, int]]) -> di
 
     def allowed(todo: list[tuple[int, int, int]]) -> bool:
         seconds = lambda s: sum(rh.estimate_seconds(t.d, [r[:2]], s, seeds=t.seeds, device=t.device) for r in todo)  # noqa: E731
-        return ui.state.within_limits(
-            lambda: limits.check("Steps", t.steps, STEPS, lambda s: limits.Estimate(0, seconds(s)))
-        )
+        return ui.within_limits(lambda: limits.check("Steps", t.steps, STEPS, lambda s: limits.Estimate(0, seconds(s))))
 
     return train_panel(
         c,
-        "rank_heads_n",
         sweep,
-        lambda r: ("n_sweep", t.target, t.d, r[2], t.steps, t.seeds, t.seed, t.device, r[0], r[1]),
-        lambda r, job: study.train_cell(t, r[0], r[1], n_points=r[2], distribution="uniform", progress=job),
+        lambda r: views.RankHeadsNRun(t, r[0], r[1], r[2]),
         "Train the N sweep",
         "train_n",
         allowed,
@@ -177,7 +168,7 @@ def n_sweep_intro(d: int) -> None:
 def fact_one_allowed(d: int, n_points: int) -> bool:
     """Fact 1's construction on its fresh samples against the server's limits (refusal shown)."""
     estimate = lambda n: limits.construction_estimate(d, n, samples=study.FACT1_SAMPLES)  # noqa: E731
-    return ui.state.within_limits(lambda: limits.check("N for this panel", n_points, range(2, 257), estimate))
+    return ui.within_limits(lambda: limits.check("N for this panel", n_points, range(2, 257), estimate))
 
 
 def fact_one_line(curve: study.FactOneCurve) -> None:

@@ -218,7 +218,7 @@ def rpca_section(s: ui.Settings, exact_head: np.ndarray | None, log_colour: bool
     rpca_steps = int(rpca_params.get("iterations", 500))
     if "rpca" not in ui.registered_methods():
         st.info("The RPCA oracle is not available in this engine yet.")
-    elif ui.state.within_limits(
+    elif ui.within_limits(
         lambda: limits.check("n", s.n, limits.sizes_up_to(s.n), lambda n: limits.rpca_estimate(n, 1, rpca_steps))
     ):
         with st.spinner("Running robust PCA…"):

@@ -3,7 +3,6 @@ tree T(C), and the explanation with the paper's numbers."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
@@ -13,14 +12,11 @@ import streamlit as st
 import ui
 from core import limits as server_limits
 from core import vcc_study
-from ui import result_cache
 from ui.compute import reorder
 from ui.controls.vcc import VccControls
 from ui.figures import vcc as figures
 
 SWEEP_AUTO_SECONDS = 5.0  # a longer estimated sweep waits for its button (then it is cached)
-
-SweepWork = Callable[..., list[vcc_study.SweepPoint]]  # (spec, beta, key, seed, maximum, report=...) -> sweep
 
 
 def intro() -> None:
@@ -140,14 +136,14 @@ def heatmaps(view: vcc_study.VccView, head: int, n: int, tokens: list[str] | Non
     )
 
 
-def _budget_sweep(s: ui.Settings, controls: VccControls, work: SweepWork) -> list[vcc_study.SweepPoint] | None:
+def _budget_sweep(s: ui.Settings, controls: VccControls) -> list[vcc_study.SweepPoint] | None:
     """The sweep from the shared cache, or run as a job (a long one waits for its button); None if not run."""
     sweep_key = controls.sweep_params()
     runs = vcc_study.sweep_runs(controls.budget_max)
-    sweep_args = (s.spec, s.beta, ui.params_key(sweep_key), s.seed, controls.budget_max)
+    view = ui.views.VccSweep(s.spec, s.beta, ui.params_key(sweep_key), s.seed, controls.budget_max)
     sweep_seconds = vcc_study.sweep_seconds(runs, s.spec.heads, s.n)
-    sweep = result_cache.get("vcc_error_sweep", sweep_args)
-    if sweep is None and ui.state.within_limits(
+    sweep = ui.views.lookup(view)
+    if sweep is None and ui.within_limits(
         lambda: server_limits.check(
             "n",
             s.n,
@@ -160,19 +156,13 @@ def _budget_sweep(s: ui.Settings, controls: VccControls, work: SweepWork) -> lis
         requested: set[tuple] = st.session_state.setdefault("vcc_sweeps_requested", set())  # survives other reruns
         label = f"Sweep the budget ({runs} VCC runs, about {sweep_seconds:.0f} s)"
         if sweep_seconds > SWEEP_AUTO_SECONDS and st.button(label, key="vcc_sweep", type="primary"):
-            requested.add(sweep_args)
-        if sweep_seconds <= SWEEP_AUTO_SECONDS or sweep_args in requested:
-            sweep = ui.run_heavy(
-                "vcc_error_sweep",
-                sweep_args,
-                lambda report: work(*sweep_args, report=report),
-                sweep_seconds,
-                title="Sweeping the budget for every selector",
-            )
+            requested.add(view.cache_key())
+        if sweep_seconds <= SWEEP_AUTO_SECONDS or view.cache_key() in requested:
+            sweep = ui.views.run(view, sweep_seconds, title="Sweeping the budget for every selector")
     return sweep
 
 
-def error_vs_budget(s: ui.Settings, controls: VccControls, r: int, work: SweepWork) -> None:
+def error_vs_budget(s: ui.Settings, controls: VccControls, r: int) -> None:
     """The error of every selector, with and without D, over the budget (heavy: the shared job path)."""
     st.subheader("Error vs budget")
     rows_choice = ui.choice(
@@ -183,7 +173,7 @@ def error_vs_budget(s: ui.Settings, controls: VccControls, r: int, work: SweepWo
         widget="radio",
         fmt=lambda v: "VIP rows (the paper's target)" if v == "vip" else "all rows",
     )
-    sweep = _budget_sweep(s, controls, work)
+    sweep = _budget_sweep(s, controls)
     if sweep is None:
         return
     ui.show_figure(

@@ -1,0 +1,685 @@
+"""The frozen settings of every cached computation a page shows: the one place its cache key and job key come from.
+
+A view holds every setting its result depends on, and computes from those alone: ``view.compute(report)`` reads
+only ``self``. So a result cannot depend on a setting that its key lacks, and the key is derived from the fields,
+never written by hand. A field that only changes how a result is drawn is declared with ``display_only()`` and is
+left out of the key (none of today's views needs one: cluster order of reduced maps is computed, so it is keyed).
+
+Pages build a view from their settings and hand it to ``run`` (the scheduler, for heavy work), ``cached`` (light
+work, computed at once) or ``lookup`` / ``is_cached``. This module imports no Streamlit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+from ui import result_cache
+
+Params = tuple[tuple[str, Any], ...]  # a method's knobs, sorted by name; lists become tuples
+MethodParams = tuple[tuple[str, Params], ...]  # (method, its knobs) in the page's order
+
+_DISPLAY_ONLY = "display_only"
+VIEWS: dict[str, type[View]] = {}  # cache name -> view class, every view the app caches
+
+
+def display_only(default: Any) -> Any:
+    """A field that changes only how a result is drawn: kept on the view, left out of its key."""
+    return dataclasses.field(default=default, metadata={_DISPLAY_ONLY: True})
+
+
+def params_key(params: Mapping[str, Any]) -> Params:
+    """A hashable, order-independent form of a method's parameters (lists become tuples)."""
+    return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in params.items()))
+
+
+def params_dict(key: Params) -> dict[str, Any]:
+    """The keyword arguments of ``core.approximate`` back from ``params_key``."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in key}
+
+
+def method_params(methods: Any, params: Mapping[str, Mapping[str, Any]]) -> MethodParams:
+    """(method, params_key) for each method, in the given order."""
+    return tuple((m, params_key(params.get(m, {}))) for m in methods)
+
+
+def method_params_dict(key: MethodParams) -> dict[str, dict[str, Any]]:
+    return {m: params_dict(p) for m, p in key}
+
+
+def _key_value(value: Any) -> Any:
+    if isinstance(value, View):
+        return (type(value).cache_name, value.key())
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return tuple((f.name, _key_value(getattr(value, f.name))) for f in dataclasses.fields(value))
+    if isinstance(value, (list, tuple)):
+        return tuple(_key_value(v) for v in value)
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class View:
+    """Base of every view: a frozen dataclass with a unique ``cache_name`` and a ``compute(report)``."""
+
+    cache_name: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        name = cls.__dict__.get("cache_name", "")
+        if not name:
+            return  # an intermediate base
+        if name in VIEWS and VIEWS[name].__qualname__ != cls.__qualname__:
+            raise RuntimeError(f"two views share the cache name {name!r}")
+        VIEWS[name] = cls
+
+    def key(self) -> tuple[tuple[str, Any], ...]:
+        """Every field but the display-only ones, in declaration order (nested views by their own keys)."""
+        return tuple(
+            (f.name, _key_value(getattr(self, f.name)))
+            for f in dataclasses.fields(self)
+            if not f.metadata.get(_DISPLAY_ONLY)
+        )
+
+    def cache_key(self) -> str:
+        """The shared cache's key of this view's result (it also names the job that computes it)."""
+        return result_cache.make_key(self.cache_name, self.key())
+
+    def compute(self, report: Callable[..., None] | None = None) -> Any:
+        raise NotImplementedError(type(self).__name__)
+
+    def replace(self, **changes: Any) -> Any:
+        return dataclasses.replace(self, **changes)
+
+
+def key_fields(view_type: type[View]) -> list[str]:
+    """The names of the fields that make up a view type's key."""
+    return [f.name for f in dataclasses.fields(view_type) if not f.metadata.get(_DISPLAY_ONLY)]
+
+
+def run(view: View, estimate_seconds: float | None, *, title: str | None = None) -> Any:
+    """The view's result: the shared cache, else at once (light) or through the scheduler's queue (heavy)."""
+    from ui.jobs import run_heavy
+
+    return run_heavy(view.cache_name, view.key(), view.compute, estimate_seconds, title=title)
+
+
+def cached(view: View) -> Any:
+    """The view's result through the shared cache, computed at once in this thread when missing."""
+    return result_cache.cached(view.cache_name, view.key(), lambda: view.compute(None))
+
+
+def lookup(view: View) -> Any | None:
+    """The view's result if the shared cache has it, else None (nothing is computed)."""
+    return result_cache.get(view.cache_name, view.key())
+
+
+def is_cached(view: View) -> bool:
+    return result_cache.contains(view.cache_name, view.key())
+
+
+def store(view: View, value: Any, *, soon: bool = False) -> None:
+    """Put a result computed elsewhere (work done ahead) into the shared cache under the view's key."""
+    if soon:
+        result_cache.put_soon(view.cache_name, view.key(), value)
+    else:
+        result_cache.put(view.cache_name, view.key(), value)
+
+
+# ------------------------------------------------------------------ the input and the engine's calls on it
+
+
+@dataclasses.dataclass(frozen=True)
+class InputSpec(View):
+    """Everything that determines q, k, v."""
+
+    cache_name: ClassVar[str] = "inputs"
+
+    source: str  # clustered | gaussian | real
+    n: int
+    d: int
+    heads: int
+    clusters: int
+    spread: float
+    seed: int
+    text: str = ""
+    layer: int = 0
+
+    def describe(self) -> str:
+        if self.source == "real":
+            return f"MiniLM layer {self.layer}, {self.heads} heads, n = {self.n} tokens, d = {self.d}"
+        extra = f", {self.clusters} clusters, σ = {self.spread:g}" if self.source == "clustered" else ""
+        return f"{self.source}: n = {self.n}, d = {self.d}, {self.heads} head(s){extra}, seed {self.seed}"
+
+    def compute(self, report: Callable[..., None] | None = None) -> Any:
+        from ui import compute
+
+        return compute.load_inputs_now(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class ExactAttention(View):
+    """Exact softmax attention of every head at inverse temperature ``beta``."""
+
+    cache_name: ClassVar[str] = "exact"
+
+    inputs: InputSpec
+    beta: float
+    device: str  # the device actually used: cpu | cuda
+
+    def compute(self, report: Callable[..., None] | None = None) -> Any:
+        from ui import compute
+
+        return compute.exact_now(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class MethodRun(View):
+    """One method on every head; its errors are against exact attention at the same ``beta``."""
+
+    cache_name: ClassVar[str] = "run_method"
+
+    inputs: InputSpec
+    beta: float
+    device: str
+    method: str
+    params: Params
+    seed: int
+
+    @classmethod
+    def of(
+        cls, inputs: InputSpec, beta: float, device: str, method: str, params: Mapping[str, Any], seed: int
+    ) -> MethodRun:
+        return cls(inputs, float(beta), device, method, params_key(params), int(seed))
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        return params_dict(self.params)
+
+    def exact(self) -> ExactAttention:
+        return ExactAttention(self.inputs, self.beta, self.device)
+
+    def compute(self, report: Callable[..., None] | None = None) -> Any:
+        from ui import compute
+
+        return compute.run_method_now(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class MethodParts(View):
+    """Named dense parts of one head of a method's run (e.g. Scatterbrain's sparse and low-rank pieces)."""
+
+    cache_name: ClassVar[str] = "method_parts"
+
+    run: MethodRun
+    head: int
+    names: tuple[str, ...]
+    reduce: bool = True  # block-reduce maps to the display size
+
+    def compute(self, report: Callable[..., None] | None = None) -> Any:
+        from ui import compute
+
+        return compute.method_parts_now(self)
+
+
+# ------------------------------------------------------------------ the pages' studies
+
+
+def _tensors(inputs: InputSpec, device: str) -> Any:
+    from ui import compute
+
+    return compute.tensors(inputs, compute.resolve(device))
+
+
+@dataclasses.dataclass(frozen=True)
+class TemperatureSweep(View):
+    """Error vs entropy: every method's errors over the temperatures."""
+
+    cache_name: ClassVar[str] = "error_vs_entropy"
+
+    inputs: InputSpec
+    taus: tuple[float, ...]
+    methods: tuple[str, ...]
+    fraction: float
+    seed: int
+    params: MethodParams
+    device: str
+
+    def compute(self, report: Callable[..., None] | None = None) -> Any:
+        from core import sweeps
+
+        q, k, v = _tensors(self.inputs, self.device)
+        result = sweeps.error_vs_entropy(
+            q,
+            k,
+            v,
+            list(self.methods),
+            taus=list(self.taus),
+            fraction=self.fraction,
+            seed=self.seed,
+            method_params=method_params_dict(self.params),
+            progress=report,
+        )
+        return {
+            "entropy": result.entropy,
+            "betas": result.betas,
+            "attention": result.attention_error,
+            "output": result.output_error,
+            "params": result.params,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class RegimeMap(View):
+    """The regime map: the winning family over (beta, sigma) on clustered inputs, averaged over seeds."""
+
+    cache_name: ClassVar[str] = "regime_map"
+
+    n: int
+    d: int
+    clusters: int
+    betas: tuple[float, ...]
+    spreads: tuple[float, ...]
+    roles: tuple[tuple[str, str], ...]  # (role, method)
+    fraction: float
+    seed: int
+    params: MethodParams
+    device: str
+    seeds: int
+
+    def compute(self, report: Callable[..., None] | None = None) -> Any:
+        from core import regime
+        from ui import compute
+
+        return regime.averaged_regime_map(
+            n=self.n,
+            d=self.d,
+            clusters=self.clusters,
+            betas=list(self.betas),
+            spreads=list(self.spreads),
+            seeds=self.seeds,
+            methods=dict(self.roles),
+            fraction=self.fraction,
+            seed=self.seed,
+            method_params=method_params_dict(self.params),
+            device=compute.resolve(self.device),
+            progress=report,
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class VccView(View):
+    """VCC on one head: its tree, compressed matrices and errors (computed on the CPU)."""
+
+    cache_name: ClassVar[str] = "vcc_view"
+
+    inputs: InputSpec
+    beta: float
+    params: Params
+    seed: int
+    head: int
+
+    def compute(self, report: Callable[..., None] | None = None) -> Any:
+        from core import vcc_study
+
+        q, k, v = _tensors(self.inputs, "cpu")
+        return vcc_study.vcc_view(q, k, v, self.beta, params_dict(self.params), self.seed, self.head)
+
+
+@dataclasses.dataclass(frozen=True)
+class VccSweep(View):
+    """VCC's error of every selector, with and without D, over the budget up to ``budget_max``."""
+
+    cache_name: ClassVar[str] = "vcc_error_sweep"
+
+    inputs: InputSpec
+    beta: float
+    params: Params
+    seed: int
+    budget_max: int
+
+    def compute(self, report: Callable[..., None] | None = None) -> Any:
+        from core import vcc_study
+
+        q, k, v = _tensors(self.inputs, "cpu")
+        params = params_dict(self.params)
+        return vcc_study.error_sweep(q, k, v, self.beta, params, self.seed, self.budget_max, progress=report)
+
+
+@dataclasses.dataclass(frozen=True)
+class TemperatureScrub(View):
+    """Compare's scrubber: every view of the chosen methods at each temperature of a grid, one head."""
+
+    cache_name: ClassVar[str] = "temperature_scrub"
+
+    inputs: InputSpec
+    head: int
+    device: str
+    methods: tuple[str, ...]
+    params: MethodParams
+    taus: tuple[float, ...]
+    seed: int
+    side: int
+    by_cluster: bool  # frames reduced in cluster order: the reduction mixes other positions, so it is keyed
+
+    def compute(self, report: Callable[..., None] | None = None) -> Any:
+        import core.scrub
+        from ui import compute
+
+        q, k, v = _tensors(self.inputs, self.device)
+        head = min(max(self.head, 0), q.shape[0] - 1)
+        return core.scrub.temperature_views(
+            q[head],
+            k[head],
+            v[head],
+            list(self.methods),
+            list(self.taus),
+            params=method_params_dict(self.params),
+            seed=self.seed,
+            side=self.side,
+            order=compute.cluster_order(self.inputs) if self.by_cluster else None,
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class SplitScrub(View):
+    """Sparse + low rank's scrubber: S, L, S + L and the naive sum at each temperature of a grid, one head."""
+
+    cache_name: ClassVar[str] = "split_scrub"
+
+    inputs: InputSpec
+    head: int
+    device: str
+    params: Params
+    taus: tuple[float, ...]
+    seed: int
+    side: int
+    by_cluster: bool
+
+    def compute(self, report: Callable[..., None] | None = None) -> Any:
+        import core.scrub
+        from ui import compute
+
+        q, k, v = _tensors(self.inputs, self.device)
+        h = min(max(self.head, 0), q.shape[0] - 1)
+        order = compute.cluster_order(self.inputs) if self.by_cluster else None
+        return core.scrub.split_views(
+            q[h], k[h], v[h], list(self.taus), params=params_dict(self.params), seed=self.seed, side=self.side,
+            order=order,
+        )  # fmt: skip
+
+
+# ------------------------------------------------------------------ Kernels
+
+
+def _qkv(inputs: InputSpec, device: str, seed_offset: int = 0) -> Any:
+    from core import kernel_study
+
+    if seed_offset:
+        inputs = inputs.replace(seed=inputs.seed + seed_offset)
+    return kernel_study.QKV(*_tensors(inputs, device))
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelPairCurves(View):
+    """The Performer's kernel MSE against m at one pair (x, y), by Monte Carlo on the CPU."""
+
+    cache_name: ClassVar[str] = "kernels_mse_curves"
+
+    d: int
+    length: float
+    angle: float
+    draws: int
+    seed: int
+
+    def compute(self, report: Callable[..., None] | None = None) -> Any:
+        from core import kernel_study
+
+        return kernel_study.kernel_mse_at_pair(self.d, self.length, self.angle, self.draws, self.seed, progress=report)
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelEntryBins(View):
+    """The Performer's relative error binned by the true entry's size."""
+
+    cache_name: ClassVar[str] = "kernels_entry_bins"
+
+    inputs: InputSpec
+    beta: float
+    features: int
+    redraws: int
+    seed: int
+    device: str
+
+    def compute(self, report: Callable[..., None] | None = None) -> Any:
+        from core import kernels
+
+        i = _qkv(self.inputs, self.device)
+        return kernels.entry_error_by_size(i.q, i.k, self.beta, self.features, redraws=self.redraws, seed=self.seed)
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelTrigFraction(View):
+    """The share of non-positive normalisers of trig features at each m."""
+
+    cache_name: ClassVar[str] = "kernels_trig_fraction"
+
+    inputs: InputSpec
+    features: tuple[int, ...]
+    orthogonal: bool
+    seed: int
+    device: str
+
+    def compute(self, report: Callable[..., None] | None = None) -> Any:
+        from core import kernel_study
+
+        i = _qkv(self.inputs, self.device)
+        return kernel_study.trig_fraction(i.q, i.k, self.features, orthogonal=self.orthogonal, seed=self.seed)
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelAttentionCurves(View):
+    """The Performer at every m on the input: attention error over redraws."""
+
+    cache_name: ClassVar[str] = "kernels_attention_curves"
+
+    inputs: InputSpec
+    beta: float
+    redraws: int
+    seed: int
+    device: str
+
+    def compute(self, report: Callable[..., None] | None = None) -> Any:
+        from core import kernel_study
+
+        i = _qkv(self.inputs, self.device)
+        return kernel_study.attention_study(i.q, i.k, i.v, self.beta, self.redraws, self.seed, progress=report)
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelComparison(View):
+    """Trainable kernels fitted on the input against ELU+1 and the Performer (and on a fresh draw)."""
+
+    cache_name: ClassVar[str] = "kernels_comparison"
+
+    inputs: InputSpec
+    beta: float
+    features: int
+    variants: tuple[str, ...]
+    steps: int
+    penalty: float
+    lr: float
+    seed: int
+    device: str
+
+    def compute(self, report: Callable[..., None] | None = None) -> Any:
+        from core import kernel_study
+
+        fresh = None if self.inputs.source == "real" else _qkv(self.inputs, self.device, seed_offset=1)
+        fit_on = _qkv(self.inputs, self.device)
+        args = (self.features, list(self.variants), self.steps, self.penalty, self.lr)
+        return kernel_study.compare_on_inputs(fit_on, fresh, self.beta, *args, self.seed)
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelPenaltySweep(View):
+    """The ff kernel refitted at every orthogonality penalty."""
+
+    cache_name: ClassVar[str] = "kernels_penalty_sweep"
+
+    inputs: InputSpec
+    beta: float
+    features: int
+    steps: int
+    lr: float
+    seed: int
+    device: str
+
+    def compute(self, report: Callable[..., None] | None = None) -> Any:
+        from core import kernel_study, kernels
+
+        i = _qkv(self.inputs, self.device)
+        return kernels.penalty_sweep(
+            i.q, i.k, i.v, self.beta, self.features, kernel_study.PENALTIES, steps=self.steps, lr=self.lr,
+            seed=self.seed,
+        )  # fmt: skip
+
+
+# ------------------------------------------------------------------ Rank vs heads
+
+
+@dataclasses.dataclass(frozen=True)
+class RankHeadsCell(View):
+    """One trained cell of the grid: heads of rank ``rank``, ``heads`` of them."""
+
+    cache_name: ClassVar[str] = "rank_heads_cell"
+
+    settings: Any  # core.rank_heads_study.TrainSettings (frozen)
+    rank: int
+    heads: int
+
+    def compute(self, report: Callable[..., None] | None = None) -> Any:
+        from core import rank_heads_study
+
+        return rank_heads_study.train_cell(self.settings, self.rank, self.heads, progress=report)
+
+
+@dataclasses.dataclass(frozen=True)
+class RankHeadsNRun(View):
+    """One run of the N sweep: uniform points, ``n_points`` of them."""
+
+    cache_name: ClassVar[str] = "rank_heads_n"
+
+    settings: Any  # core.rank_heads_study.TrainSettings
+    rank: int
+    heads: int
+    n_points: int
+
+    def compute(self, report: Callable[..., None] | None = None) -> Any:
+        from core import rank_heads_study
+
+        return rank_heads_study.train_cell(
+            self.settings, self.rank, self.heads, n_points=self.n_points, distribution="uniform", progress=report
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class FactOneConstruction(View):
+    """Fact 1's construction against the temperature scale c."""
+
+    cache_name: ClassVar[str] = "rank_heads_construction"
+
+    d: int
+    n_points: int
+    target: str
+
+    def compute(self, report: Callable[..., None] | None = None) -> Any:
+        from core import rank_heads_study
+
+        return rank_heads_study.fact_one_curve(self.d, self.n_points, self.target, progress=report)
+
+
+# ------------------------------------------------------------------ Scaling
+
+
+@dataclasses.dataclass(frozen=True)
+class ScalingRun(View):
+    """Time and memory of the chosen methods against n on this server, within the run's limits."""
+
+    cache_name: ClassVar[str] = "scaling"
+
+    methods: tuple[str, ...]  # exact first when included
+    sizes: tuple[int, ...]
+    heads: int
+    d: int
+    row_budget: int
+    tau: float
+    seed: int
+    device: str
+    point_limit: float  # seconds
+    total_limit: float  # seconds
+    memory_limit: float  # MiB
+
+    def compute(self, report: Callable[..., None] | None = None) -> Any:
+        from core import profiling
+        from ui import compute
+
+        return profiling.scaling_run(
+            list(self.methods),
+            list(self.sizes),
+            d=self.d,
+            heads=self.heads,
+            row_budget=self.row_budget,
+            scale=1.0 / self.tau,
+            seed=self.seed,
+            device=compute.resolve(self.device),
+            point_limit_s=self.point_limit,
+            total_limit_s=self.total_limit,
+            memory_limit_bytes=self.memory_limit * 2**20,
+            progress=report,
+        )
+
+
+# ------------------------------------------------------------------ Paper claims
+
+
+@dataclasses.dataclass(frozen=True)
+class PaperClaim(View):
+    """One claim measured on one of its inputs (``which``), at a seed and, for the real model, a text."""
+
+    cache_name: ClassVar[str] = "paper_claim"
+
+    claim_id: str
+    which: str
+    seed: int
+    text: str | None
+
+    def compute(self, report: Callable[..., None] | None = None) -> Any:
+        from core import claims
+
+        return claims.measure_plain(self.claim_id, self.which, self.seed, self.text)
+
+
+@dataclasses.dataclass(frozen=True)
+class PaperClaims(View):
+    """One paper's due claims measured as one job; each claim is cached on its own (``PaperClaim``)."""
+
+    cache_name: ClassVar[str] = "paper_claims"
+
+    paper: str
+    due: tuple[tuple[str, str], ...]  # (claim id, which input)
+    seed: int
+    text: str | None
+
+    def claims(self) -> list[PaperClaim]:
+        return [PaperClaim(claim_id, which, self.seed, self.text) for claim_id, which in self.due]
+
+    def compute(self, report: Callable[..., None] | None = None) -> Any:
+        from core import claims
+
+        out = {}
+        for i, claim in enumerate(self.claims()):
+            if report is not None:
+                report(i / len(self.due), f"{claim.claim_id} ({claim.which})")
+            out[claims.result_key(claim.claim_id, claim.which)] = cached(claim)
+        return out
