@@ -1,1 +1,1 @@
-"""Benchmarks: the scaling suite against torch SDPA and peer implementations, and the interactive-path timings."""
+"""Benchmarks of the engine and the served app: `python -m benchmarks` lists them; docs/benchmarks.md explains."""

@@ -1,6 +1,6 @@
 """Each method's error on the clustered input at three temperatures, at an equal memory budget.
 
-    python -m benchmarks.accuracy [--n 512] [--fraction 0.125]
+    python -m benchmarks.accuracy [--n 512] [--fraction 0.125] [--out DIR]
 
 Prints a table and writes benchmarks/results/accuracy.{csv,json}.
 """
@@ -16,11 +16,10 @@ from pathlib import Path
 import torch
 
 import core
+from benchmarks.harness import RESULTS_DIR
 
-RESULTS = Path(__file__).resolve().parent / "results"
 
-
-def main() -> None:
+def main(argv: list[str] | None = None) -> list[dict[str, object]]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=512)
     parser.add_argument("--d", type=int, default=64)
@@ -29,7 +28,8 @@ def main() -> None:
     parser.add_argument("--fraction", type=float, default=1 / 8)
     parser.add_argument("--betas", type=float, nargs="+", default=[1.0, 4.0, 16.0])
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="output folder (default benchmarks/results)")
+    args = parser.parse_args(argv)
     torch.manual_seed(0)
     inputs = core.data.clustered(args.n, args.d, args.clusters, args.spread, args.seed)
     names = [name for name in core.methods() if name != "exact" and name != "learned_kernel"]
@@ -65,8 +65,8 @@ def main() -> None:
     for name in names:
         cells = [next(r for r in rows if r["method"] == name and r["beta"] == b) for b in args.betas]
         print(f"{name:<14}" + "".join(f"  {c['attention_error']:<22.3f}" for c in cells))
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    with open(RESULTS / "accuracy.csv", "w", newline="") as handle:
+    args.out.mkdir(parents=True, exist_ok=True)
+    with open(args.out / "accuracy.csv", "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
@@ -74,9 +74,10 @@ def main() -> None:
         "machine": platform.machine(),
         "python": platform.python_version(),
         "torch": torch.__version__,
-        "args": vars(args),
+        "args": {k: v for k, v in vars(args).items() if k != "out"},
     }
-    (RESULTS / "accuracy.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    (args.out / "accuracy.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    return rows
 
 
 if __name__ == "__main__":

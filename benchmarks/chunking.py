@@ -5,32 +5,30 @@ entropy (``core.sweeps.error_vs_entropy``) and the temperature scrubbers (``core
     python -m benchmarks.chunking            # medians of 5 after a warm-up; writes benchmarks/results/chunking_cpu.*
     python -m benchmarks.chunking --quick    # 1 repeat, two cases (a smoke run)
 
-Both chunk sizes give the same numbers to float rounding (tests/test_sweeps.py, tests/test_scrub.py); the table also
-prints the largest difference it saw.
+Times go through ``torch.utils.benchmark`` (``benchmarks.harness.time_engine``: a warm-up, then
+``Timer.blocked_autorange``; the median per call). Both chunk sizes give the same numbers to float rounding
+(tests/test_sweeps.py, tests/test_scrub.py); the table also prints the largest difference it saw.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as the app's server runs
 
 import numpy as np
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
 import core  # noqa: E402
-from benchmarks.ui_timing import RESULTS, machine_facts, save_results  # noqa: E402
+from benchmarks.harness import RESULTS_DIR, machine_facts, time_engine, write_results  # noqa: E402
 from core import scrub, sweeps  # noqa: E402
+
+if TYPE_CHECKING:
+    from torch.utils.benchmark import Measurement
 
 OLD_CHUNK = 2**25
 SWEEP_METHODS = ["lsh", "performer", "scatterbrain"]  # Error vs entropy's defaults (ui.presets.EVE_METHODS)
@@ -66,32 +64,28 @@ def case_call(what: str, n: int, heads: int, points: int) -> Callable[[], dict[s
     return lambda: {name: np.asarray(e) for name, e in scrub.split_views(q, k, v, taus, seed=0, side=48).error.items()}
 
 
-def timed(call: Callable[[], Any], repeats: int) -> tuple[list[float], Any]:
-    result = call()  # warm-up
-    seconds = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = call()
-        seconds.append(time.perf_counter() - start)
-    return seconds, result
+def with_chunk(elements: int | None, call: Callable[[], Any], repeats: int) -> tuple[Measurement, Any]:
+    """Time ``call`` with every batched loop's chunk at ``elements`` (None: the engine's own choice); returns the
+    measurement and the numbers of the last call."""
+    last: list[Any] = [None]
 
+    def keep_result() -> None:
+        last[0] = call()
 
-def with_chunk(elements: int | None, call: Callable[[], Any], repeats: int) -> tuple[list[float], Any]:
-    """Run ``call`` with every batched loop's chunk at ``elements`` (None: the engine's own choice)."""
-    if elements is None:
-        return timed(call, repeats)
     saved = sweeps.chunk_elements, scrub.chunk_elements
-    sweeps.chunk_elements = scrub.chunk_elements = lambda device: elements
+    if elements is not None:
+        sweeps.chunk_elements = scrub.chunk_elements = lambda device: elements
     try:
-        return timed(call, repeats)
+        measurement = time_engine(keep_result, repeats=repeats, label="chunking")
     finally:
         sweeps.chunk_elements, scrub.chunk_elements = saved
+    return measurement, last[0]
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="one repeat of two cases (a smoke run)")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     args = parser.parse_args(argv)
     repeats = 1 if args.quick else 5
     cases = CASES[:1] + CASES[4:5] if args.quick else CASES
@@ -104,8 +98,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         new_s, new = with_chunk(None, call, repeats)
         diff = max(float(np.max(np.abs(np.asarray(new[k]) - np.asarray(old[k])) / np.maximum(np.abs(old[k]), 1e-30)))
                    for k in old)  # fmt: skip
-        row = {"what": what, "n": n, "heads": heads, "temperatures": points, "old_s": old_s, "new_s": new_s,
-               "old_median_s": statistics.median(old_s), "new_median_s": statistics.median(new_s),
+        row = {"what": what, "n": n, "heads": heads, "temperatures": points, "old_s": list(old_s.times),
+               "new_s": list(new_s.times), "old_median_s": old_s.median, "new_median_s": new_s.median,
                "largest_relative_difference": diff}  # fmt: skip
         row["ratio"] = row["new_median_s"] / row["old_median_s"]
         rows.append(row)
@@ -114,8 +108,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     lines = [
         "`python -m benchmarks.chunking" + (" --quick`" if args.quick else "`"),
         "",
-        f"CPU, {torch.get_num_threads()} torch threads; medians of {repeats} after a warm-up, both chunk sizes in "
-        f"one run. Old: {OLD_CHUNK:,} entries at once; new: core.device.chunk_elements = {now:,} on a CPU.",
+        f"CPU, {torch.get_num_threads()} torch threads; median seconds per call (torch.utils.benchmark, about "
+        f"{repeats} calls after a warm-up), both chunk sizes in one run. Old: {OLD_CHUNK:,} entries at once; new: "
+        f"core.device.chunk_elements = {now:,} on a CPU.",
         "",
         "| engine call | n | heads | temperatures | old median s | new median s | new / old | largest rel. diff |",
         "|---|---|---|---|---|---|---|---|",
@@ -127,7 +122,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ]
     result = {"machine": machine_facts(load_start), "threads": torch.get_num_threads(), "old_chunk": OLD_CHUNK,
               "new_chunk": now, "repeats": repeats, "rows": rows}  # fmt: skip
-    save_results(args.out, "chunking_cpu" if not args.quick else "chunking_cpu_quick", result, "\n".join(lines) + "\n")
+    write_results(args.out, "chunking_cpu" if not args.quick else "chunking_cpu_quick", result, "\n".join(lines) + "\n")
     return result
 
 

@@ -3,6 +3,8 @@ link opened in fresh browser contexts, timed from navigation start to the first 
 
     python -m benchmarks.first_visit --baseline b5cb20b            # that commit and the working tree, one run
     python -m benchmarks.first_visit --contexts 3 --pages Compare,VCC
+    python -m benchmarks.first_visit --quick --out /tmp/x           # smoke run: Compare once, no warm-up
+    python -m benchmarks.first_visit --cold --baseline main --name first_visit_cold   # nothing cached
 
 Both trees' servers run the README's app command (``deploy/serve.py``), each with an empty result cache of its own,
 and are both up while the visits alternate between them (the same minutes of the machine's life). A tree with a
@@ -13,7 +15,12 @@ no cookies, a new Streamlit session), and nothing else is opened first: no Home 
 What counts as the first chart: a Plotly chart whose figure holds data (a heatmap with cells, a curve with points)
 and has been drawn, or, on pages that open on a table, a data grid with at least one row. An empty frame, a chart
 with no traces, a placeholder or a progress bar does not count. The time is stamped in the page on the browser's
-own clock (``performance.now()``, zero at navigation start).
+own clock (``performance.now()``, zero at navigation start). The same visits are also stamped at the first chart
+element of any kind, with or without data (the stamp of the older first-chart A/B tables, now in git history).
+
+This is also the A/B tool for a change's first chart: ``--baseline REF`` measures REF's tree in the same run.
+``--cold`` measures the first chart with nothing cached: no warm-up, and every visit opens the default link with a
+seed of its own (``?seed=1000``, ``1001``, ...; both trees get the same ones), so each visit computes its result.
 
 Results: ``benchmarks/results/first_visit.{json,md}``: per page, the median of the visits and its range per tree,
 the ratio, and the target (2.5 s on the 2-core reference machine).
@@ -32,19 +39,25 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from benchmarks.harness import (
+    RESULTS_DIR,
+    ROOT,
+    VIEWPORT,
+    Server,
+    app_server,
+    baseline_tree,
+    chromium_options,
+    machine_facts,
+    page_paths,
+    wait_quiet,
+    write_results,
+)
 
-from benchmarks.load import Server, app_server, baseline_tree, wait_quiet  # noqa: E402
-from benchmarks.ui_timing import machine_facts, page_paths, save_results  # noqa: E402
-from tests.browser.helpers import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
-
-RESULTS = ROOT / "benchmarks" / "results"
 TARGET_S = 2.5
-VIEWPORT = {"width": 1400, "height": 1000}
 VISIT_TIMEOUT_S = 30.0  # a page with no chart by then is recorded as having none (a tree that opens on nothing)
 WARMUP_TIMEOUT_S = 900.0
 WARMUP_DONE = "warm-up finished"
+COLD_FIRST_SEED = 1000  # --cold: seeds no warm-up or earlier visit has computed
 
 # Stamped in the page, in ms since navigation start: the first moment a chart with data was drawn.
 FIRST_DATA = """
@@ -62,7 +75,7 @@ const drawn = () => {
   if (document.querySelector("[data-testid='stTable'] tbody tr")) return true;  // a static table with a row
   return false;
 };
-// What ui_timing's "first chart (cold)" stamps: any chart's svg or any data grid, with or without data in it.
+// The older first-chart stamp: any chart's svg or any data grid, with or without data in it.
 const shell = () => !!document.querySelector(
     "[data-testid='stPlotlyChart'] .main-svg, [data-testid='aePlotlyChart'] .main-svg, [data-testid='stDataFrame']");
 window.__firstShell = null;
@@ -78,7 +91,7 @@ setInterval(check, 20);  // Plotly fills _fullData after the nodes it adds; a mu
 
 def visit(browser: Any, url: str) -> tuple[float, float]:
     """Seconds from navigation start to the first chart drawn with data, in a new browser context, and to the
-    first chart element of any kind (ui_timing's stamp, kept to compare the two); inf where none came within
+    first chart element of any kind (the older stamp, kept to compare the two); inf where none came within
     ``VISIT_TIMEOUT_S``."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
@@ -112,9 +125,10 @@ def wait_warm(server: Server, has_warmup: bool) -> float:
 
 
 @contextlib.contextmanager
-def started(root: Path) -> Iterator[tuple[Server, float]]:
-    has_warmup = (root / "deploy" / "warmup.py").exists()
-    with app_server(root, env={"ATTN_EXPLORER_WARMUP": "1"}) as server:
+def started(root: Path, *, warmup: bool = True) -> Iterator[tuple[Server, float]]:
+    """The README's server from ``root``, once it is ready; ``warmup=False`` turns the start-up warm-up off."""
+    has_warmup = warmup and (root / "deploy" / "warmup.py").exists()
+    with app_server(root, env={"ATTN_EXPLORER_WARMUP": "1" if warmup else "0"}) as server:
         yield server, wait_warm(server, has_warmup)
 
 
@@ -137,22 +151,14 @@ def _s(seconds: float) -> str:
     return f"{seconds:.2f}" if math.isfinite(seconds) else f"no chart in {VISIT_TIMEOUT_S:.0f} s"
 
 
-def _finite(value: Any) -> Any:
-    """JSON has no infinity: a visit with no chart is written as null."""
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    return None if isinstance(value, float) and not math.isfinite(value) else value
-
-
 def markdown(rows: list[dict[str, Any]], trees: list[str], labels: dict[str, str], contexts: int, command: str,
-             ready: dict[str, float]) -> str:  # fmt: skip
+             ready: dict[str, float], *, warmed: bool = True) -> str:  # fmt: skip
     head = " | ".join(f"{labels[t]} median s | {labels[t]} range s" for t in trees)
     lines = [
         f"`{command}`",
         "",
-        f"First visit to each page's default link: the README's server (`deploy/serve.py`), started and warmed up "
+        f"First visit to each page's default link: the README's server (`deploy/serve.py`), started "
+        f"{'and warmed up ' if warmed else 'without its warm-up '}"
         f"({', '.join(f'{labels[t]}: ready {ready[t]:.0f} s after start' for t in trees)}), then {contexts} fresh "
         "browser contexts per page, alternating between the trees' servers; navigation start to the first chart "
         "drawn with data (a table with rows on Paper claims). Medians, with the fastest and slowest visit.",
@@ -179,13 +185,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--baseline", help="a git ref measured beside the working tree (today's main, say)")
     parser.add_argument("--contexts", type=int, default=5, help="fresh browser contexts per page and tree")
     parser.add_argument("--pages", help="comma-separated URL paths (default: every page but Home)")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     parser.add_argument("--name", default="first_visit")
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke run: 1 context, Compare only (or --pages), no server warm-up"
+    )
+    parser.add_argument("--cold", action="store_true", help="nothing cached: no warm-up, a new seed for every visit")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.contexts, args.pages = 1, args.pages or "Compare"
     if args.contexts < 1:
         parser.error("--contexts must be at least 1")
     command = "python -m benchmarks.first_visit " + " ".join(sys.argv[1:] if argv is None else argv)
-    pages = {label: path for label, path in page_paths(ROOT).items() if path}
+    pages = page_paths()
     if args.pages:
         wanted = [p.strip() for p in args.pages.split(",") if p.strip()]
         unknown = [p for p in wanted if p not in pages.values()]
@@ -204,14 +216,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             roots["before"] = stack.enter_context(baseline_tree(args.baseline))
         servers: dict[str, Server] = {}
         for tree in trees:  # one after the other: each warm-up has the machine to itself
-            servers[tree], ready[tree] = stack.enter_context(started(roots[tree]))
+            warmup = not (args.quick or args.cold)
+            servers[tree], ready[tree] = stack.enter_context(started(roots[tree], warmup=warmup))
             print(f"{tree}: ready {ready[tree]:.1f} s after start", flush=True)
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=list(CHROMIUM_ARGS))
+        browser = playwright.chromium.launch(**chromium_options())
+        fresh_seeds = iter(range(COLD_FIRST_SEED, COLD_FIRST_SEED + 10**6))
         for label, path in pages.items():
             for index in range(args.contexts):
                 order = trees if index % 2 == 0 else trees[::-1]
+                query = f"?seed={next(fresh_seeds)}" if args.cold else ""
                 for tree in order:
-                    data, shell = visit(browser, f"{servers[tree].url}/{path}")
+                    data, shell = visit(browser, f"{servers[tree].url}/{path}{query}")
                     samples[tree][label].append(data)
                     shells[tree][label].append(shell)
             print(label + ": " + ", ".join(f"{t} {statistics.median(samples[t][label]):.2f} s" for t in trees),
@@ -222,16 +237,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "command": command,
         "baseline": args.baseline,
         "contexts": args.contexts,
+        "cold": args.cold,
         "target_s": TARGET_S,
         "ready_s": ready,
         "rows": rows,
         "samples": samples,
-        "first_chart_element_s": shells,  # the same visits, stamped as ui_timing's "first chart (cold)" does
+        "first_chart_element_s": shells,  # the same visits, stamped at any chart element (the older stamp)
         "machine": machine_facts(load_start),
     }
-    save_results(
-        args.out, args.name, _finite(result), markdown(rows, trees, labels, args.contexts, command.strip(), ready)
-    )
+    text = markdown(rows, trees, labels, args.contexts, command.strip(), ready, warmed=not (args.quick or args.cold))
+    if args.cold:
+        text = text.replace("default link:", "default link with a new seed per visit (nothing cached):", 1)
+    write_results(args.out, args.name, result, text)
     return result
 
 

@@ -3,16 +3,19 @@
     python -m benchmarks.interactive            # prints a table, writes benchmarks/results/interactive_<device>.json
     python -m benchmarks.interactive --repeats 3 --out /tmp/x
 
-Measured (median of repeats, every cache cleared before each repeat, after one warm-up):
+Measured through ``torch.utils.benchmark`` (``benchmarks.harness.time_engine``: a warm-up call, then
+``Timer.blocked_autorange`` for about ``--repeats`` calls; medians per call, every cache cleared in each call):
 1. ``compare_default``: the Compare page's computation at its defaults (clustered input, n = 512, d = 64,
    4 heads, tau = 0.3, budget 1/8, methods performer, lsh, scatterbrain, nystrom): ui.compute's load_inputs,
-   exact and run_method (each method, its dense attention, the error maps and metrics). Goal: <= 0.3 s.
+   exact and run_method_now (what run_method computes when neither its memory layer nor the shared disk cache has
+   the result: each method, its dense attention, the error maps and metrics). Goal: <= 0.3 s.
 2. ``compare_all``: the same with every non-oracle method (the goal's wording: every non-oracle method + exact).
 3. ``engine_all``: the engine part alone of 2 (core.approximate + .attention() per method), to show how much
    the UI layer adds.
 4. ``sweep_1head`` / ``sweep_4heads``: ``core.sweeps.error_vs_entropy`` with 24 temperatures and 6 methods at
    n = 1024 (clustered, d = 64, budget 1/8). Goal: <= 5 s.
-Per-method times inside each measurement are reported too, so a miss points at its cause.
+Each step's own time is reported too, so a miss points at its cause: timed apart, with the steps before it cached
+(a page step), or as the sweep with that method alone less the sweep with none (a sweep's method).
 """
 
 from __future__ import annotations
@@ -20,8 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import statistics
-import sys
+import os
 import time
 import warnings
 from collections.abc import Callable
@@ -31,14 +33,10 @@ from typing import Any
 import numpy as np
 import torch
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+from benchmarks.harness import RESULTS_DIR, time_engine
+from core import data as core_data
+from core import profiling, registry
 
-from core import data as core_data  # noqa: E402
-from core import profiling, registry  # noqa: E402
-
-RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
 COMPARE_GOAL_S = 0.3
 SWEEP_GOAL_S = 5.0
 COMPARE_DEFAULT_METHODS = ("performer", "lsh", "scatterbrain", "nystrom")
@@ -74,22 +72,19 @@ def non_oracle_methods() -> list[str]:
     return [m for m in registry.methods() if m not in ORACLES and m != "exact" and m not in SLOW_TRAINABLE]
 
 
-def _median_timing(fn: Callable[[], dict[str, float]], repeats: int) -> dict[str, Any]:
-    """Median wall and process-CPU seconds of ``fn`` after one warm-up, with its parts (medians too)."""
-    fn()  # warm-up: imports, thread pools, first-touch allocations
-    totals, cpus, parts = [], [], []
-    for _ in range(repeats):
-        start, cpu = time.perf_counter(), time.process_time()
-        part = fn()
-        totals.append(time.perf_counter() - start)
-        cpus.append(time.process_time() - cpu)
-        parts.append(part)
-    per_part = {k: statistics.median(p[k] for p in parts) for k in parts[0]} if parts and parts[0] else {}
+def _median_timing(
+    name: str, whole: Callable[[], Any], parts: dict[str, Callable[[], Any]], repeats: int
+) -> dict[str, Any]:
+    """Median wall and process-CPU seconds per call of ``whole``, and the median wall seconds of each part."""
+    wall = time_engine(whole, repeats=repeats, label=name, sub_label="whole")
+    cpu = time_engine(whole, repeats=repeats, label=name, sub_label="whole", clock=time.process_time)
     return {
-        "seconds": statistics.median(totals),
-        "cpu_seconds": statistics.median(cpus),
-        "all_seconds": totals,
-        "parts": per_part,
+        "seconds": wall.median,
+        "cpu_seconds": cpu.median,
+        "all_seconds": list(wall.times),
+        "parts": {
+            part: time_engine(call, repeats=repeats, label=name, sub_label=part).median for part, call in parts.items()
+        },  # fmt: skip
     }
 
 
@@ -115,26 +110,29 @@ def compare_page(methods: list[str], repeats: int, **overrides: Any) -> dict[str
     beta = 1.0 / cfg["tau"]
     params = {m: core.budget_params(m, cfg["n"], cfg["d"], cfg["budget"]) for m in methods}
 
-    def once() -> dict[str, float]:
-        for fn in (compute.load_inputs, compute.exact):
-            fn.clear()
-        compute.result_cache.memory().clear()  # run_method's in-process layer
-        part: dict[str, float] = {}
-        start = time.perf_counter()
+    def inputs() -> None:
+        compute.load_inputs.clear()
         compute.load_inputs(spec)
-        part["inputs"] = time.perf_counter() - start
-        start = time.perf_counter()
-        compute.exact(spec, beta, "cpu")
-        part["exact"] = time.perf_counter() - start
-        for m in methods:
-            start = time.perf_counter()
-            result = compute.run_method(spec, beta, "cpu", m, compute.params_key(params[m]), cfg["seed"])
-            if result.error_message:
-                raise RuntimeError(f"{m}: {result.error_message}")
-            part[m] = time.perf_counter() - start
-        return part
 
-    out = _median_timing(once, repeats)
+    def exact() -> None:
+        compute.exact.clear()
+        compute.exact(compute.ExactAttention(spec, beta, "cpu"))
+
+    def method(m: str) -> None:
+        # run_method would answer every call after the first from its memory layer or the shared disk cache.
+        result = compute.run_method_now(compute.MethodRun.of(spec, beta, "cpu", m, params[m], cfg["seed"]))
+        if result.error_message:
+            raise RuntimeError(f"{m}: {result.error_message}")
+
+    def whole() -> None:  # every cache empty, as a page's first visit
+        inputs()
+        exact()
+        for m in methods:
+            method(m)
+
+    # Each step timed apart runs with the steps before it cached, as inside the whole page.
+    parts = {"inputs": inputs, "exact": exact, **{m: lambda m=m: method(m) for m in methods}}
+    out = _median_timing("compare_page", whole, parts, repeats)
     out["settings"] = {**cfg, "methods": methods, "device": "cpu"}
     return out
 
@@ -148,27 +146,28 @@ def engine_only(methods: list[str], repeats: int, **overrides: Any) -> dict[str,
     beta = 1.0 / cfg["tau"]
     params = {m: core.budget_params(m, cfg["n"], cfg["d"], cfg["budget"]) for m in methods}
 
-    def once() -> dict[str, float]:
-        part: dict[str, float] = {}
-        start = time.perf_counter()
-        exact = core.approximate("exact", x.q, x.k, x.v, scale=beta)
-        exact.attention()
-        part["exact"] = time.perf_counter() - start
-        for m in methods:
-            start = time.perf_counter()
-            result = core.approximate(m, x.q, x.k, x.v, scale=beta, seed=cfg["seed"], **params[m])
-            part[f"{m} (output)"] = time.perf_counter() - start
-            result.attention()
-            part[m] = time.perf_counter() - start
-        return part
+    def output(m: str) -> Any:
+        extra = {} if m == "exact" else {"seed": cfg["seed"], **params[m]}
+        return core.approximate(m, x.q, x.k, x.v, scale=beta, **extra)
 
-    out = _median_timing(once, repeats)
+    def dense(m: str) -> None:
+        output(m).attention()
+
+    def whole() -> None:
+        for m in ("exact", *methods):
+            dense(m)
+
+    parts: dict[str, Callable[[], Any]] = {"exact": lambda: dense("exact")}
+    for m in methods:
+        parts[f"{m} (output)"] = lambda m=m: output(m)
+        parts[m] = lambda m=m: dense(m)
+    out = _median_timing("engine_only", whole, parts, repeats)
     out["settings"] = {**cfg, "methods": methods}
     return out
 
 
 def sweep(heads: int, repeats: int, methods: tuple[str, ...] = SWEEP_METHODS, n: int = 1024) -> dict[str, Any]:
-    """The 24-point error-vs-entropy sweep, with each method's share measured by a progress callback."""
+    """The 24-point error-vs-entropy sweep; a method's share is the sweep with it alone less the sweep with none."""
     from core import sweeps
 
     cfg = compare_defaults()
@@ -176,22 +175,14 @@ def sweep(heads: int, repeats: int, methods: tuple[str, ...] = SWEEP_METHODS, n:
     taus = np.geomspace(0.01, 10.0, SWEEP_POINTS).tolist()
     present = [m for m in methods if m in registry.methods()]
 
-    def once() -> dict[str, float]:
-        marks: list[tuple[str, float]] = []
-        start = time.perf_counter()
+    def run(names: list[str]) -> Callable[[], Any]:
+        return lambda: sweeps.error_vs_entropy(x.q, x.k, x.v, names, taus=taus, fraction=1 / 8, seed=0)
 
-        def progress(fraction: float, label: str) -> None:
-            marks.append((label, time.perf_counter()))
-
-        sweeps.error_vs_entropy(x.q, x.k, x.v, present, taus=taus, fraction=1 / 8, seed=0, progress=progress)
-        part: dict[str, float] = {}
-        previous = start
-        for label, at in marks:
-            part[label] = part.get(label, 0.0) + at - previous
-            previous = at
-        return part
-
-    out = _median_timing(once, repeats)
+    alone = {"exact attention": run([]), **{registry.get(m).label: run([m]) for m in present}}
+    out = _median_timing("sweep", run(present), alone, repeats)
+    exact_part = out["parts"]["exact attention"]
+    out["parts"] = {label: s if label == "exact attention" else max(0.0, s - exact_part)
+                    for label, s in out["parts"].items()}  # fmt: skip
     out["settings"] = {
         "n": n,
         "d": cfg["d"],
@@ -213,7 +204,7 @@ def run(repeats: int = 5, sweep_repeats: int = 3) -> dict[str, Any]:
     results["engine_all"] = engine_only(everything, repeats)
     results["sweep_1head"] = {**sweep(1, sweep_repeats), "goal_s": SWEEP_GOAL_S}
     results["sweep_4heads"] = {**sweep(4, sweep_repeats), "goal_s": SWEEP_GOAL_S}
-    results["machine"]["load_average_end"] = [round(v, 2) for v in __import__("os").getloadavg()]
+    results["machine"]["load_average_end"] = [round(v, 2) for v in os.getloadavg()]
     return results
 
 

@@ -19,9 +19,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import statistics
-import sys
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -31,11 +28,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as the app's server runs
 import numpy as np
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
 import core  # noqa: E402
-from benchmarks.ui_timing import RESULTS, machine_facts, save_results  # noqa: E402
+from benchmarks.harness import RESULTS_DIR, machine_facts, time_engine, time_once, write_results  # noqa: E402
 from core import limits, regime, sweeps  # noqa: E402
 
 D = 64
@@ -216,18 +210,13 @@ def button_cases(quick: bool) -> list[tuple[str, str, Callable[[], tuple[float, 
 
 
 def measure_buttons(quick: bool) -> list[dict[str, Any]]:
-    """Each button's work once, with the threads one compute slot gets on this machine (as the app runs it)."""
-    from core.device import cpu_threads
-
+    """Each button's work once, cold, with the threads one compute slot gets on this machine (as the app runs it)."""
     cores = max(1, len(os.sched_getaffinity(0)))
     threads = max(1, cores // max(1, cores // 2))
     rows = []
     for page, what, build in button_cases(quick):
         estimate, call = build()
-        with cpu_threads(threads):
-            start = time.perf_counter()
-            call()
-            measured = time.perf_counter() - start
+        measured = time_once(call, label=f"{page}: {what}", threads=threads)
         ratio = estimate / measured
         rows.append({"page": page, "work": what, "estimate_s": estimate, "measured_s": measured, "ratio": ratio,
                      "within_30_percent": abs(ratio - 1) <= 0.3})  # fmt: skip
@@ -254,7 +243,7 @@ def button_lines(rows: list[dict[str, Any]]) -> list[str]:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="one repeat of two cases (a smoke run)")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     parser.add_argument("--only", choices=("sweeps", "buttons"), help="one of the two tables (default: both)")
     args = parser.parse_args(argv)
     for name in (limits.SECONDS_ENV, limits.MEMORY_ENV):  # the table is about the defaults
@@ -264,14 +253,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     load_start = os.getloadavg()
     rows: list[dict[str, Any]] = []
     for what, methods, n, heads, points in cases if args.only != "buttons" else []:
-        call = case_call(what, methods, n, heads, points)
-        call()  # warm-up: first-call setup (feature draws, allocator) is not what the estimate is about
-        seconds = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            call()
-            seconds.append(time.perf_counter() - start)
-        measured = statistics.median(seconds)
+        # After a warm-up: first-call setup (feature draws, allocator) is not what the estimate is about.
+        timing = time_engine(case_call(what, methods, n, heads, points), repeats=repeats, label=what)
+        seconds, measured = list(timing.times), timing.median
         before, now, before_n, now_n = estimates(what, methods, n, heads, points)
         row = {"what": what, "methods": list(methods), "n": n, "heads": heads, "temperatures": points,
                "seconds": seconds, "measured_median_s": measured, "previous_estimate_s": before,
@@ -287,7 +271,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         + (f" --only {args.only}" if args.only else "")
         + "`",
         "",
-        f"CPU, {torch.get_num_threads()} torch threads, d = {D}; measured: median of {repeats} after a warm-up. "
+        f"CPU, {torch.get_num_threads()} torch threads, d = {D}; measured: median seconds per call "
+        f"through torch.utils.benchmark (about {repeats} calls after a warm-up). "
         f"Estimates from core.limits (previous: the Compare page's per-entry cost for every method). Largest n: "
         f"what a refusal offers under the default {limits.DEFAULT_JOB_SECONDS:g} s and 4 GiB (n up to 4096). "
         f"Regime rows: the map at its page defaults ({REGIME_SPREADS} spreads × {REGIME_SEEDS} seeds, heads 1).",
@@ -308,7 +293,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
               "rows": rows, "buttons": buttons}  # fmt: skip
     # A partial run never overwrites the full table.
     name = "limits_calibration_cpu" + ("_quick" if args.quick else "") + (f"_{args.only}" if args.only else "")
-    save_results(args.out, name, result, "\n".join(lines) + "\n")
+    write_results(args.out, name, result, "\n".join(lines) + "\n")
     return result
 
 

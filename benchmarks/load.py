@@ -40,40 +40,30 @@ from __future__ import annotations
 import argparse
 import asyncio
 import concurrent.futures
-import csv
-import json
 import math
 import os
-import platform
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import psutil
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from deploy import processes  # noqa: E402
-
-RESULTS_DIR = ROOT / "benchmarks" / "results"
-CHROMIUM = Path(os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"))
-CHROMIUM_ARGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
+from benchmarks.harness import (
+    CHROMIUM,
+    RESULTS_DIR,
+    ROOT,
+    VIEWPORT,
+    Server,
+    app_server,
+    baseline_tree,
+    chromium_options,
+    commit,
+    machine_facts,
+    server_rss,
+    wait_quiet,
+    write_results,
 )
+
 CHART_ELEMENTS = frozenset({"plotly_chart", "vega_lite_chart", "imgs", "dataframe", "arrow_data_frame"})
 PLOTLY_COMPONENT = "attention_explorer.plotly_chart"  # ui/plotly_chart.py: the served app's Plotly figures
 CHART_SELECTOR = ", ".join(
@@ -106,20 +96,6 @@ class Session:
 
 
 @dataclass
-class Server:
-    url: str
-    process: subprocess.Popen[bytes]
-    log_path: Path
-    cache_dir: Path
-
-    def log_tail(self, chars: int = 3000) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-chars:]
-        except OSError:
-            return "(no server log)"
-
-
-@dataclass
 class Config:
     sessions: int = 40
     distinct: int = 20
@@ -138,61 +114,6 @@ class Config:
 
 
 # ------------------------------------------------------------------ server
-
-
-@contextmanager
-def app_server(root: Path, *, start_timeout_s: float = 90.0, env: dict[str, str] | None = None) -> Iterator[Server]:
-    """The README's app command from ``root`` on a free port, with an empty result-cache folder; stopped on exit.
-    ``env``: extra environment variables for the server (e.g. ``{"ATTN_EXPLORER_PREFETCH": "0"}``)."""
-    scratch = Path(tempfile.mkdtemp(prefix="loadbench-"))
-    cache_dir = scratch / "results"  # not created here: its existence says the app has a shared cache
-    env = dict(os.environ, **(env or {}), ATTN_EXPLORER_CACHE_DIR=str(cache_dir))
-    try:
-        with processes.app_server(root, env=env, timeout_s=start_timeout_s) as app:
-            yield Server(url=app.url, process=app.process, log_path=app.log_path, cache_dir=cache_dir)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-
-
-def _tree(pid: int) -> list[psutil.Process]:
-    try:
-        root = psutil.Process(pid)
-        return [root, *root.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return []
-
-
-def server_rss(server: Server) -> int:
-    """Resident memory of the server's whole process tree, in bytes."""
-    total = 0
-    for proc in _tree(server.process.pid):
-        try:
-            total += proc.memory_info().rss
-        except psutil.NoSuchProcess:
-            pass
-    return total
-
-
-def _cpu_seconds(server: Server) -> float:
-    total = 0.0
-    for proc in _tree(server.process.pid):
-        try:
-            times = proc.cpu_times()
-            total += times.user + times.system
-        except psutil.NoSuchProcess:
-            pass
-    return total
-
-
-def wait_quiet(server: Server, limit_s: float, *, busy_below: float = 0.15, window_s: float = 1.0) -> float:
-    """Wait until the server uses under ``busy_below`` of one core over ``window_s``; return the seconds waited."""
-    start = time.monotonic()
-    while time.monotonic() - start < limit_s:
-        before = _cpu_seconds(server)
-        time.sleep(window_s)
-        if (_cpu_seconds(server) - before) / window_s < busy_below:
-            break
-    return time.monotonic() - start
 
 
 def cache_stats(server: Server) -> dict[str, int] | None:
@@ -280,7 +201,7 @@ async def ws_session(base_url: str, path: str, timeout_s: float) -> Session:
 async def browser_session(browser: Any, base_url: str, path: str, timeout_s: float, *, chart: bool = True) -> Session:
     """The same visit in a fresh Chromium context: goto, first chart node attached, then the run finished."""
     result = Session("browser", path)
-    context = await browser.new_context(viewport={"width": 1400, "height": 1000})
+    context = await browser.new_context(viewport=VIEWPORT)
     page = await context.new_page()
     ms = timeout_s * 1000
     start = time.perf_counter()
@@ -376,13 +297,13 @@ def _hits(before: dict[str, int] | None, after: dict[str, int] | None) -> int | 
 
 async def run_target(root: Path, cfg: Config, label: str) -> dict[str, Any]:
     """Every scenario against one fresh server started from ``root``."""
-    out: dict[str, Any] = {"target": label, "root": str(root), "commit": _commit(root), "waves": []}
+    out: dict[str, Any] = {"target": label, "root": str(root), "commit": commit(root), "waves": []}
     browser = playwright = None
     if cfg.browsers > 0:
         from playwright.async_api import async_playwright
 
         playwright = await async_playwright().start()
-        browser = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=list(CHROMIUM_ARGS))
+        browser = await playwright.chromium.launch(**chromium_options())
     try:
         with app_server(root) as server:
             # One visit to Home first: the process imports torch and the app once, as any deployed server has.
@@ -561,27 +482,6 @@ def _wave_line(record: dict[str, Any]) -> str:
 # ------------------------------------------------------------------ baseline, output
 
 
-def _commit(root: Path) -> str | None:
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-
-
-@contextmanager
-def baseline_tree(ref: str) -> Iterator[Path]:
-    """A temporary detached ``git worktree`` of ``ref``, removed on exit."""
-    path = Path(tempfile.mkdtemp(prefix="loadbench-baseline-"))
-    subprocess.run(["git", "worktree", "add", "--detach", str(path), ref], cwd=ROOT, check=True, capture_output=True)
-    try:
-        yield path
-    finally:
-        subprocess.run(["git", "worktree", "remove", "--force", str(path)], cwd=ROOT, capture_output=True)
-        shutil.rmtree(path, ignore_errors=True)
-
-
 def table_rows(targets: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per headline metric: a column per target, the ratio last/first when there are two, the target."""
     rows = []
@@ -617,30 +517,6 @@ def markdown(rows: list[dict[str, Any]], labels: list[str], command: str) -> str
         cells += [row.get("target_value", ""), " / ".join(met[label] for label in labels) if met else ""]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
-
-
-def write_results(result: dict[str, Any], out_dir: Path, name: str) -> dict[str, Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = {ext: out_dir / f"{name}.{ext}" for ext in ("json", "csv", "md")}
-    paths["json"].write_text(json.dumps(result, indent=2, default=str) + "\n")
-    labels = [t["target"] for t in result["targets"]]
-    fields = ["metric", *labels] + (["ratio"] if len(labels) == 2 else []) + ["target_value"]
-    with open(paths["csv"], "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=fields, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(result["table"])
-    paths["md"].write_text(markdown(result["table"], labels, result["command"]))
-    return paths
-
-
-def machine() -> dict[str, Any]:
-    return {
-        "platform": platform.platform(),
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
-        "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
-        "load_average": [round(x, 2) for x in os.getloadavg()],
-    }
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, Config]:
@@ -695,7 +571,7 @@ def _run_async(coro: Any) -> Any:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args, cfg = parse_args(argv)
     command = "python -m benchmarks.load " + " ".join(sys.argv[1:] if argv is None else argv)
-    started = time.time()
+    started, load_start = time.time(), os.getloadavg()
     targets = []
     if args.baseline:
         with baseline_tree(args.baseline) as tree:
@@ -705,15 +581,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     result: dict[str, Any] = {
         "command": command.strip(),
         "config": asdict(cfg),
-        "machine": machine(),
+        "machine": machine_facts(load_start),
         "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
         "wall_s": time.time() - started,
         "targets": targets,
         "table": rows,
     }
-    paths = write_results(result, args.out, args.name)
-    print()
-    print(markdown(rows, [t["target"] for t in targets], result["command"]))
+    labels = [t["target"] for t in targets]
+    fields = ["metric", *labels] + (["ratio"] if len(labels) == 2 else []) + ["target_value"]
+    write_results(args.out, args.name, result, markdown(rows, labels, result["command"]), csv_rows=(fields, rows))
     for target in targets:
         for wave in target["waves"]:
             for scenario in ("a", "b"):
@@ -722,7 +598,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for phase in ("idle", "busy"):
             for message in target["c"][phase]["error_messages"]:
                 print(f"error [{target['target']}] (c) {phase}: {message}")
-    print("wrote " + ", ".join(str(p) for p in paths.values()))
     return result
 
 

@@ -2,9 +2,10 @@
 
     python -m benchmarks.method_times [--n 4096] [--d 64] [--heads 8] [--fraction 0.125] [--repeats 5]
 
-Median of repeats after one warm-up call, on the default device; prints a table and writes
-benchmarks/results/method_times_<device>.json. Oracles and the trainable kernel are skipped (they are
-not efficient paths). For the full scaling study against the peer implementations use benchmarks.suite.
+Median seconds per call through ``torch.utils.benchmark`` (a warm-up call, then ``Timer.blocked_autorange`` for about
+``--repeats`` calls), on the default device, printed as ``torch.utils.benchmark.Compare``'s table and written to
+benchmarks/results/method_times_<device>.json. Oracles and the trainable kernel are skipped (they are not efficient
+paths). For the full scaling study against the peer implementations use benchmarks.suite.
 """
 
 from __future__ import annotations
@@ -12,20 +13,18 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import statistics
-import time
 from pathlib import Path
 
 import torch
 
 import core
+from benchmarks.harness import RESULTS_DIR, compare_table, time_engine
 from core.device import describe, resolve_device, synchronize
 
-RESULTS = Path(__file__).resolve().parent / "results"
 SKIP = {"topk", "svd", "rpca", "learned_kernel"}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> list[dict[str, object]]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=4096)
     parser.add_argument("--d", type=int, default=64)
@@ -33,46 +32,46 @@ def main() -> None:
     parser.add_argument("--fraction", type=float, default=1 / 8)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--device", default="auto")
-    args = parser.parse_args()
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="output folder (default benchmarks/results)")
+    args = parser.parse_args(argv)
     device = resolve_device(args.device)
     x = core.data.clustered(args.n, args.d, max(1, int(args.n**0.5)), 0.3, 0, heads=args.heads).to(device)
-    rows = []
-    exact_median = None
+    rows: list[dict[str, object]] = []
+    measurements = []
     for name in core.methods():
         if name in SKIP:
             continue
         params = core.budget_params(name, args.n, args.d, args.fraction)
-        core.approximate(name, x.q, x.k, x.v, scale=3.0, **params)  # warm-up: caches, allocator
-        times = []
-        for _ in range(args.repeats):
-            synchronize(device)
-            start = time.perf_counter()
+
+        def call(name: str = name, params: dict[str, object] = params) -> None:
             core.approximate(name, x.q, x.k, x.v, scale=3.0, **params)
             synchronize(device)
-            times.append(time.perf_counter() - start)
-        median = statistics.median(times)
-        if name == "exact":
-            exact_median = median
-        rows.append({"method": name, "median_s": median, "times_s": times, "params": params})
-    assert exact_median is not None
-    print(
-        f"n={args.n} d={args.d} heads={args.heads}, budget {args.fraction:g} of full, {describe(device)}, "
-        f"median of {args.repeats}"
-    )
-    print(f"{'method':<14} {'median ms':>10} {'x exact':>8}  params")
+
+        timing = time_engine(
+            call, repeats=args.repeats, label=f"n={args.n} d={args.d} heads={args.heads}", sub_label=name,
+            description=f"{describe(device)}, budget {args.fraction:g}",
+        )  # fmt: skip
+        measurements.append(timing)
+        rows.append({"method": name, "median_s": timing.median, "times_s": list(timing.times), "params": params})
+    exact_median = next(float(row["median_s"]) for row in rows if row["method"] == "exact")  # type: ignore[arg-type]
     for row in rows:
-        row["ratio_to_exact"] = row["median_s"] / exact_median
-        print(f"{row['method']:<14} {row['median_s'] * 1e3:>10.1f} {row['ratio_to_exact']:>8.2f}  {row['params']}")
-    RESULTS.mkdir(parents=True, exist_ok=True)
+        row["ratio_to_exact"] = float(row["median_s"]) / exact_median  # type: ignore[arg-type]
+    print(compare_table(measurements))
+    print(f"{'method':<14} {'x exact':>8}  params")
+    for row in rows:
+        print(f"{row['method']:<14} {row['ratio_to_exact']:>8.2f}  {row['params']}")
     meta = {
         "device": describe(device),
         "torch": torch.__version__,
         "python": platform.python_version(),
         "threads": torch.get_num_threads(),
-        "args": vars(args),
+        "args": {k: v for k, v in vars(args).items() if k != "out"},
     }
-    out = RESULTS / f"method_times_{device.type}.json"
-    out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / f"method_times_{device.type}.json"
+    path.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    print(f"wrote {path}")
+    return rows
 
 
 if __name__ == "__main__":

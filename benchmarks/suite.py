@@ -47,15 +47,12 @@ from typing import Any
 
 import torch
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+import core
+from benchmarks.harness import RESULTS_DIR
+from benchmarks.harness import ROOT as REPO_ROOT
+from core import profiling, registry
+from core.device import resolve_device
 
-import core  # noqa: E402
-from core import profiling, registry  # noqa: E402
-from core.device import resolve_device  # noqa: E402
-
-RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
 CPU_SIZES = (1024, 2048, 4096, 8192, 16384)
 GPU_SIZES = (*CPU_SIZES, 32768, 65536)
 QUICK_SIZES = (256, 512)

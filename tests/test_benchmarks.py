@@ -1,5 +1,6 @@
-"""The benchmark harness at tiny sizes: profiling helpers, the suite's CSV/JSON, the peers at equal settings,
-the bounded live scaling run and the interactive-path timer. No timing assertions: the machine is shared."""
+"""The benchmarks at tiny sizes: profiling helpers, the suite's CSV/JSON, the peers at equal settings, the bounded
+live scaling run, the interactive-path timer, the shared harness (benchmarks/harness.py) and the catalogue that
+``python -m benchmarks`` prints. No timing assertions: the machine is shared."""
 
 from __future__ import annotations
 
@@ -309,15 +310,97 @@ def test_limits_calibration_benchmark_puts_both_estimates_beside_a_measured_swee
     assert "| Kernels | Fit the kernels (3 variants, 100 steps) |" in table
 
 
-def test_first_chart_ab_times_the_chart_pages_and_summarises_both_trees() -> None:
-    from benchmarks import first_chart_ab
-    from deploy.preload import NO_CHART_AT_OPEN
+def test_first_visit_summarises_both_trees_and_a_page_without_a_chart() -> None:
+    from benchmarks import first_visit
 
-    pages = first_chart_ab.chart_pages(Path(__file__).resolve().parents[1])
-    assert "Compare" in pages.values() and "Error_vs_entropy" in pages.values()
-    assert not set(pages.values()) & NO_CHART_AT_OPEN  # Home, Scaling, Paper claims open without a chart
-    rows = first_chart_ab.summary({"Compare": [3.0, 2.0, 2.6]}, {"Compare": [2.0, 2.4, 1.8]})
-    assert rows[0]["before_median_s"] == 2.6 and rows[0]["now_median_s"] == 2.0
-    assert rows[0]["ratio"] == pytest.approx(2.0 / 2.6) and rows[0]["now_range_s"] == [1.8, 2.4]
-    text = first_chart_ab.markdown(rows, "abc123", 3, "python -m benchmarks.first_chart_ab --baseline abc123")
-    assert "| Compare | 2.60 | 2.00 | 0.77× | 2.00–3.00 | 1.80–2.40 | ≤ 2.5 ✓ |" in text
+    samples = {"before": {"Compare": [3.0, 2.0, 2.6]}, "now": {"Compare": [2.0, 2.4, 1.8]}}
+    rows = first_visit.summary(samples)
+    assert rows[0]["before"]["median_s"] == 2.6 and rows[0]["now"]["median_s"] == 2.0
+    assert rows[0]["ratio"] == pytest.approx(2.0 / 2.6) and rows[0]["now"]["range_s"] == [1.8, 2.4]
+    labels = {"before": "before (abc123)", "now": "now"}
+    text = first_visit.markdown(rows, ["before", "now"], labels, 3, "cmd", {"before": 3.0, "now": 120.0})
+    assert "| Compare | 2.60 | 2.00–3.00 | 2.00 | 1.80–2.40 | 0.77× | ≤ 2.5 ✓ |" in text
+    nothing = first_visit.summary({"now": {"Scaling": [math.inf, math.inf]}})
+    assert "no chart in 30 s" in first_visit.markdown(nothing, ["now"], labels, 2, "cmd", {"now": 1.0})
+
+
+# ------------------------------------------------------------------ the harness and the catalogue
+
+
+def test_first_visit_reads_its_pages_from_the_page_registry() -> None:
+    from benchmarks import harness
+    from ui.page_registry import PAGES
+
+    assert list(harness.page_paths().values()) == [page.url_path for page in PAGES]
+    assert "" not in harness.page_paths().values()  # Home opens without a chart
+
+
+def test_engine_timer_gives_a_torch_benchmark_median_with_the_current_threads() -> None:
+    from torch.utils.benchmark import Measurement
+
+    from benchmarks import harness
+
+    calls: list[int] = []
+    timing = harness.time_engine(lambda: calls.append(torch.get_num_threads()), repeats=2, label="x", sub_label="y")
+    assert isinstance(timing, Measurement) and timing.median > 0 and len(calls) >= 3  # warm-up, sizing, blocks
+    assert set(calls) == {torch.get_num_threads()}  # not torch.utils.benchmark's default of one thread
+    assert "y" in harness.compare_table([timing])
+    assert harness.time_once(lambda: sum(range(1000)), threads=1) > 0
+
+
+def test_results_writer_prints_and_writes_json_markdown_and_csv(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from benchmarks import harness
+
+    result = {
+        "rows": [{"page": "Compare", "median_s": math.inf, "ratio": math.nan}],
+        "machine": harness.machine_facts(),
+    }
+    paths = harness.write_results(tmp_path, "x", result, "| a |\n", csv_rows=(["page", "median_s"], result["rows"]))
+    assert set(paths) == {"json", "md", "csv"} and "| a |" in capsys.readouterr().out
+    stored = json.loads(paths["json"].read_text())  # strict JSON: no Infinity, no NaN
+    assert stored["rows"][0]["median_s"] is None and stored["rows"][0]["ratio"] is None
+    assert stored["machine"]["cpus"] >= 1 and len(stored["machine"]["load_average_at_end"]) == 3
+    assert list(csv.DictReader(paths["csv"].open())) == [{"page": "Compare", "median_s": "inf"}]
+
+
+def _expand(pattern: str) -> list[str]:
+    """'a.{md,json}' -> ['a.md', 'a.json'] (one brace group at most)."""
+    head, brace, rest = pattern.partition("{")
+    if not brace:
+        return [pattern]
+    options, _, tail = rest.partition("}")
+    return [head + option + tail for option in options.split(",")]
+
+
+def test_the_catalogue_lists_every_benchmark_and_every_committed_table() -> None:
+    import fnmatch
+    import importlib
+    import subprocess
+
+    from benchmarks.__main__ import BENCHMARKS
+
+    scripts = {
+        f"benchmarks.{path.stem}"
+        for path in (ROOT / "benchmarks").glob("*.py")
+        if "def main(" in path.read_text() and path.stem != "__main__"
+    }
+    listed = {bench.module for bench in BENCHMARKS}
+    assert scripts <= listed, scripts - listed
+    for bench in BENCHMARKS:
+        if bench.module.startswith("benchmarks."):
+            assert callable(importlib.import_module(bench.module).main), bench.module
+        assert bench.command.startswith(f"python -m {bench.module}")
+    patterns = [p for bench in BENCHMARKS for part in bench.writes.split(", ") for p in _expand(part)]
+    for path in (ROOT / "benchmarks" / "results").iterdir():
+        assert any(fnmatch.fnmatch(path.name, p) for p in patterns), f"{path.name} is written by no benchmark"
+    listing = subprocess.run(
+        [sys.executable, "-m", "benchmarks"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    assert all(bench.command in listing and bench.writes in listing for bench in BENCHMARKS)
+
+
+def test_no_benchmark_imports_the_tests() -> None:
+    for path in (ROOT / "benchmarks").glob("*.py"):
+        assert "from tests" not in path.read_text() and "import tests" not in path.read_text(), path.name

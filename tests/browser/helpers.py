@@ -5,12 +5,15 @@ Import in a browser test with ``from .helpers import wait_for_app, save_screensh
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+# The browser and its settings are the benchmarks' own (one Chromium for both); re-exported for the tests.
+from benchmarks.harness import CHROMIUM as CHROMIUM
+from benchmarks.harness import CHROMIUM_ARGS as CHROMIUM_ARGS
+from benchmarks.harness import on_script_finished as on_script_finished
 from deploy.processes import Process, app_server
 
 if TYPE_CHECKING:
@@ -18,41 +21,12 @@ if TYPE_CHECKING:
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOT_DIR = REPO_ROOT / "artifacts" / "screenshots"
-CHROMIUM = Path(os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"))
-CHROMIUM_ARGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-)
 VIEWPORT: ViewportSize = {"width": 1400, "height": 1000}
 SERVER_START_TIMEOUT_S = 60.0
 APP_TIMEOUT_MS = 90_000  # first run of a page imports torch and computes; 2 slow cores in CI
 
 
 StreamlitServer = Process  # name, url, process, log_path, log_tail()
-
-
-def on_script_finished(page: Page, callback: Callable[[str], None]) -> None:
-    """Call ``callback(status)`` whenever the page receives Streamlit's ``script_finished`` message (the end of a
-    run); ``status`` is its name, e.g. FINISHED_SUCCESSFULLY or FINISHED_FRAGMENT_RUN_SUCCESSFULLY."""
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
-    def on_frame(payload: Any) -> None:
-        if not isinstance(payload, bytes | bytearray):
-            return
-        message = ForwardMsg()
-        try:
-            message.ParseFromString(bytes(payload))
-        except Exception:  # noqa: BLE001 - not a ForwardMsg (e.g. a ping)
-            return
-        if message.WhichOneof("type") == "script_finished":
-            callback(ForwardMsg.ScriptFinishedStatus.Name(message.script_finished))
-
-    page.on("websocket", lambda ws: ws.on("framereceived", on_frame))
 
 
 @contextmanager

@@ -1,5 +1,5 @@
 """benchmarks.first_visit stamps the first chart drawn WITH DATA: an empty Plotly frame or an empty grid does not
-count, while ui_timing's older stamp (any chart element) fires on them. Checked on a hand-made page in Chromium."""
+count, while an older stamp (any chart element) fired on them. Checked on a hand-made page in Chromium."""
 
 from __future__ import annotations
 

@@ -1,0 +1,103 @@
+"""``python -m benchmarks``: what there is to run, the command, and the table each writes to benchmarks/results/.
+
+docs/benchmarks.md says what each kept table measures and how to read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    module: str  # run as python -m <module>
+    summary: str
+    command: str  # the command behind the committed table
+    writes: str  # under benchmarks/results/
+    smoke: str  # arguments of a short run that writes to a scratch folder instead
+
+
+BENCHMARKS: tuple[Benchmark, ...] = (
+    Benchmark(
+        "benchmarks.first_visit",
+        "each page's default link in fresh Chromium contexts, warmed server: time to the first chart with data",
+        "python -m benchmarks.first_visit --baseline <ref> --contexts 5   (and --cold --name first_visit_cold)",
+        "first_visit.{md,json}, first_visit_cold.{md,json}",
+        "--quick --out /tmp/bench",
+    ),
+    Benchmark(
+        "benchmarks.load",
+        "a class on one server: 40 sessions on one link, 20 distinct, a light page beside a heavy one, memory",
+        "python -m benchmarks.load --baseline <ref>",
+        "load_cpu.{md,json,csv}",
+        "--quick --out /tmp/bench",
+    ),
+    Benchmark(
+        "benchmarks.suite",
+        "every method against torch SDPA and the peer packages, n = 1K..16K: time, peak memory, error",
+        "python -m benchmarks.suite --threads 1 --clock cpu   (and --threads 2)",
+        "scaling_cpu_1t.{md,json,csv}, scaling_cpu_2t.*",
+        "--quick --methods performer --sizes 128",
+    ),
+    Benchmark(
+        "benchmarks.interactive",
+        "the Compare page's computation at its defaults and the 24-point error-vs-entropy sweep",
+        "python -m benchmarks.interactive --threads 2",
+        "interactive_cpu_2t.json",
+        "--repeats 1 --sweep-repeats 1 --out /tmp/bench",
+    ),
+    Benchmark(
+        "benchmarks.method_times",
+        "every method at n = 4096, d = 64, 8 heads, 1/8 budget, next to exact attention",
+        "python -m benchmarks.method_times",
+        "method_times_cpu.json",
+        "--n 512 --repeats 1 --out /tmp/bench",
+    ),
+    Benchmark(
+        "benchmarks.accuracy",
+        "every method's error on the clustered input at three temperatures, 1/8 budget",
+        "python -m benchmarks.accuracy",
+        "accuracy.{csv,json}",
+        "--n 128 --out /tmp/bench",
+    ),
+    Benchmark(
+        "benchmarks.limits_calibration",
+        "the server's up-front time estimates (sweeps, button-started work) against measured runs",
+        "python -m benchmarks.limits_calibration",
+        "limits_calibration_cpu.{md,json}",
+        "--quick --out /tmp/bench",
+    ),
+    Benchmark(
+        "benchmarks.chunking",
+        "temperatures per batched step on a CPU: the old 32M-entry stack against the engine's chunk",
+        "python -m benchmarks.chunking",
+        "chunking_cpu.{md,json}",
+        "--quick --out /tmp/bench",
+    ),
+    Benchmark(
+        "core.claims",
+        "every checkable claim of the four papers, measured (the Paper claims page's committed rows)",
+        "python -m core.claims",
+        "claims.{md,json}",
+        "--out /tmp/bench",
+    ),
+)
+
+
+def listing() -> str:
+    lines = ["Benchmarks (results in benchmarks/results/; how to read them: docs/benchmarks.md)", ""]
+    for bench in BENCHMARKS:
+        lines += [
+            bench.module,
+            f"    {bench.summary}",
+            f"    $ {bench.command}",
+            f"    writes {bench.writes}",
+            f"    smoke run: python -m {bench.module} {bench.smoke}",
+            "",
+        ]
+    lines.append("Each takes --help.")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(listing())

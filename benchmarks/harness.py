@@ -1,0 +1,292 @@
+"""What every benchmark shares: the app server as the README starts it, a baseline worktree of a git ref, the headless
+Debian Chromium, engine timings through ``torch.utils.benchmark``, the machine's facts, and writing results (a
+printed table, Markdown and JSON, optionally CSV, in ``benchmarks/results/``).
+
+Nothing here imports Streamlit or torch at import time: the browser tests import the Chromium settings from here.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import psutil
+
+from deploy import processes
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
+    from torch.utils.benchmark import Measurement
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS_DIR = ROOT / "benchmarks" / "results"
+
+# ------------------------------------------------------------------ the app server
+
+
+@dataclass
+class Server:
+    """A running app: its base URL, process, log, and the result-cache folder it was given."""
+
+    url: str
+    process: subprocess.Popen[bytes]
+    log_path: Path
+    cache_dir: Path
+
+    def log_tail(self, chars: int = 3000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-chars:]
+        except OSError:
+            return "(no server log)"
+
+
+@contextmanager
+def app_server(root: Path, *, start_timeout_s: float = 90.0, env: dict[str, str] | None = None) -> Iterator[Server]:
+    """The README's app command from ``root`` on a free port, with an empty result-cache folder; stopped on exit.
+    ``env``: extra environment variables for the server (e.g. ``{"ATTN_EXPLORER_WARMUP": "1"}``)."""
+    scratch = Path(tempfile.mkdtemp(prefix="bench-server-"))
+    cache_dir = scratch / "results"  # not created here: its existence says the app has a shared cache
+    env = dict(os.environ, **(env or {}), ATTN_EXPLORER_CACHE_DIR=str(cache_dir))
+    try:
+        with processes.app_server(root, env=env, timeout_s=start_timeout_s) as app:
+            yield Server(url=app.url, process=app.process, log_path=app.log_path, cache_dir=cache_dir)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _process_tree(pid: int) -> list[psutil.Process]:
+    try:
+        root = psutil.Process(pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def server_rss(server: Server) -> int:
+    """Resident memory of the server's whole process tree, in bytes."""
+    total = 0
+    for proc in _process_tree(server.process.pid):
+        try:
+            total += proc.memory_info().rss
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+def server_cpu_seconds(server: Server) -> float:
+    """User plus system CPU time of the server's whole process tree."""
+    total = 0.0
+    for proc in _process_tree(server.process.pid):
+        try:
+            times = proc.cpu_times()
+            total += times.user + times.system
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+def wait_quiet(server: Server, limit_s: float, *, busy_below: float = 0.15, window_s: float = 1.0) -> float:
+    """Wait until the server uses under ``busy_below`` of one core over ``window_s``; return the seconds waited."""
+    start = time.monotonic()
+    while time.monotonic() - start < limit_s:
+        before = server_cpu_seconds(server)
+        time.sleep(window_s)
+        if (server_cpu_seconds(server) - before) / window_s < busy_below:
+            break
+    return time.monotonic() - start
+
+
+# ------------------------------------------------------------------ git
+
+
+def commit(root: Path) -> str | None:
+    """The short commit hash checked out at ``root``, or None outside git."""
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+@contextmanager
+def baseline_tree(ref: str) -> Iterator[Path]:
+    """A temporary detached ``git worktree`` of ``ref``, removed on exit."""
+    path = Path(tempfile.mkdtemp(prefix="bench-baseline-"))
+    subprocess.run(["git", "worktree", "add", "--detach", str(path), ref], cwd=ROOT, check=True, capture_output=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(path)], cwd=ROOT, capture_output=True)
+        shutil.rmtree(path, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ pages
+
+
+def page_paths() -> dict[str, str]:
+    """Label -> URL path of every page but Home, in the app's order (ui/page_registry.py)."""
+    from ui.page_registry import PAGES
+
+    return {page.label: page.url_path for page in PAGES}
+
+
+# ------------------------------------------------------------------ the browser
+
+CHROMIUM = Path(os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"))  # Debian's chromium
+CHROMIUM_ARGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
+VIEWPORT = {"width": 1400, "height": 1000}
+
+
+def chromium_options() -> dict[str, Any]:
+    """Keyword arguments of Playwright's ``chromium.launch`` (sync or async API) for the system Chromium."""
+    return {"executable_path": str(CHROMIUM), "args": list(CHROMIUM_ARGS)}
+
+
+def on_script_finished(page: Page, callback: Callable[[str], None]) -> None:
+    """Call ``callback(status)`` whenever the page receives Streamlit's ``script_finished`` message (the end of a
+    run); ``status`` is its name, e.g. FINISHED_SUCCESSFULLY or FINISHED_FRAGMENT_RUN_SUCCESSFULLY."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    def on_frame(payload: Any) -> None:
+        if not isinstance(payload, bytes | bytearray):
+            return
+        message = ForwardMsg()
+        try:
+            message.ParseFromString(bytes(payload))
+        except Exception:  # noqa: BLE001 - not a ForwardMsg (e.g. a ping)
+            return
+        if message.WhichOneof("type") == "script_finished":
+            callback(ForwardMsg.ScriptFinishedStatus.Name(message.script_finished))
+
+    page.on("websocket", lambda ws: ws.on("framereceived", on_frame))
+
+
+# ------------------------------------------------------------------ engine timings
+
+MIN_RUN_TIME_S = 0.2  # blocked_autorange's own default: enough blocks of a fast call for a steady median
+
+
+def time_engine(
+    call: Callable[[], Any],
+    *,
+    repeats: int = 5,
+    label: str = "",
+    sub_label: str = "",
+    description: str = "",
+    threads: int | None = None,
+    clock: Callable[[], float] | None = None,
+) -> Measurement:
+    """Seconds per call of ``call`` through ``torch.utils.benchmark``: one call to warm up and size the run, then
+    ``Timer.blocked_autorange`` for about ``repeats`` times that call's length, at least ``MIN_RUN_TIME_S`` (the
+    returned Measurement's ``.median`` is the figure; ``.times`` holds the seconds per call of each block).
+
+    ``threads``: torch threads while timing (default: the current count; the Timer's own default is one).
+    ``clock``: another clock than wall time, e.g. ``time.process_time``. The labels feed ``Compare`` tables."""
+    import torch
+    from torch.utils import benchmark
+
+    timer = benchmark.Timer(
+        stmt="call()",
+        globals={"call": call},
+        label=label,
+        sub_label=sub_label,
+        description=description,
+        num_threads=threads or torch.get_num_threads(),
+        **({"timer": clock} if clock is not None else {}),
+    )
+    warm = timer.timeit(number=1).median  # first-call setup (allocator, feature draws) stays out of the figure
+    return timer.blocked_autorange(min_run_time=max(MIN_RUN_TIME_S, max(repeats, 1) * warm))
+
+
+def time_once(call: Callable[[], Any], *, label: str = "", threads: int | None = None) -> float:
+    """Seconds of a single call, cold (no warm-up), through ``torch.utils.benchmark``: work that is run once."""
+    import torch
+    from torch.utils import benchmark
+
+    timer = benchmark.Timer(
+        stmt="call()", globals={"call": call}, label=label, num_threads=threads or torch.get_num_threads()
+    )
+    return float(timer.timeit(number=1).median)
+
+
+def compare_table(measurements: Sequence[Measurement]) -> str:
+    """``torch.utils.benchmark.Compare``'s table of ``measurements`` (rows: sub_label, columns: description)."""
+    from torch.utils import benchmark
+
+    compare = benchmark.Compare(list(measurements))
+    compare.trim_significant_figures()
+    return str(compare)
+
+
+# ------------------------------------------------------------------ machine facts and results
+
+
+def machine_facts(load_start: Sequence[float] | None = None) -> dict[str, Any]:
+    """The machine a benchmark ran on, with the load average at its start (when given) and now."""
+    facts: dict[str, Any] = {
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+    }
+    if load_start is not None:
+        facts["load_average_at_start"] = [round(x, 2) for x in load_start]
+    facts["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    return facts
+
+
+def finite(value: Any) -> Any:
+    """JSON has no NaN or infinity: such numbers are written as null (a visit with no chart, a missing ratio)."""
+    if isinstance(value, dict):
+        return {str(k): finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def write_results(
+    out: Path,
+    name: str,
+    result: dict[str, Any],
+    markdown: str,
+    *,
+    csv_rows: tuple[Sequence[str], Sequence[dict[str, Any]]] | None = None,
+) -> dict[str, Path]:
+    """Print ``markdown`` and write ``<name>.json`` (``result``), ``<name>.md`` and, given ``csv_rows`` as
+    (field names, rows), ``<name>.csv`` under ``out``; returns the paths by suffix."""
+    print()
+    print(markdown)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"json": out / f"{name}.json", "md": out / f"{name}.md"}
+    paths["json"].write_text(json.dumps(finite(result), indent=2, default=str) + "\n")
+    paths["md"].write_text(markdown)
+    if csv_rows is not None:
+        fields, rows = csv_rows
+        paths["csv"] = out / f"{name}.csv"
+        with open(paths["csv"], "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(fields), extrasaction="ignore")
+            writer.writeheader()
+            writer.writerows(rows)
+    print("wrote " + ", ".join(str(p) for p in paths.values()))
+    return paths
