@@ -1,19 +1,29 @@
-"""Settings shared by every test: a fixed torch thread count and seeded global RNGs, plus the repo root."""
+"""What every test shares: a fixed torch thread count, seeded global RNGs and the repo root; and the fixtures
+many test files use: ``open_page`` and ``open_compare`` (an AppTest run of one page with URL parameters),
+``one_thread`` (torch on one thread for the test) and ``random_qkv`` (small seeded query, key and value tensors)."""
 
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import random
 import shutil
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
 import torch
 
+if TYPE_CHECKING:  # imported where used: engine-only test runs need not load Streamlit
+    from streamlit.testing.v1 import AppTest
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# The first run of a page imports torch and computes on a slow, shared CPU.
+APPTEST_TIMEOUT_S = 240
 
 # Tests never read or fill the app's own result cache: a fresh shared-cache directory per test run, removed when the
 # run ends (a full run leaves about 300 MB there; left behind, repeated runs filled the disk).
@@ -46,3 +56,66 @@ def _seed_global_rngs() -> None:
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO_ROOT
+
+
+def open_app_page(path: str = "app.py", /, *, timeout: float = APPTEST_TIMEOUT_S, **params: str | list[str]) -> AppTest:
+    """Run one page the way `streamlit run app.py` does (app.py is the entry point, ``path`` is switched to), opened
+    on the URL parameters ``params``."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(REPO_ROOT / "app.py"), default_timeout=timeout)
+    if path != "app.py":
+        at.switch_page(path)
+    for key, value in params.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+@pytest.fixture(scope="session")
+def open_page() -> Callable[..., AppTest]:
+    """``open_page(path, timeout=..., **params)``: the AppTest of page ``path`` after its first run."""
+    return open_app_page
+
+
+@pytest.fixture
+def one_thread() -> Iterator[None]:
+    """Torch on one thread for this test: small matrices (dense SVDs above all) get many times slower when two
+    threads share a busy 2-core box, and one thread fixes the order of float reductions."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def draw_qkv(
+    shape: tuple[int, ...],
+    n: int,
+    d: int,
+    dv: int | None = None,
+    *,
+    seed: int,
+    dtype: torch.dtype = torch.float64,
+    unit_logits: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Standard normal q, k of shape ``(*shape, n, d)`` and v of ``(*shape, n, dv)`` (``dv`` defaults to ``d``),
+    drawn in float64 from one generator seeded with ``seed`` and then cast to ``dtype``, so a dtype never changes
+    the draw. ``unit_logits`` divides q and k by d ** 0.25, giving q . k unit variance."""
+    generator = torch.Generator().manual_seed(seed)
+    q = torch.randn(*shape, n, d, generator=generator, dtype=torch.float64)
+    k = torch.randn(*shape, n, d, generator=generator, dtype=torch.float64)
+    v = torch.randn(*shape, n, d if dv is None else dv, generator=generator, dtype=torch.float64)
+    if unit_logits:
+        q, k = q / d**0.25, k / d**0.25
+    return q.to(dtype), k.to(dtype), v.to(dtype)
+
+
+@pytest.fixture(scope="session")
+def random_qkv() -> Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """``random_qkv(shape, n, d, dv=None, *, seed, dtype=float64, unit_logits=False)``: see ``draw_qkv``."""
+    return draw_qkv
+
+
+@pytest.fixture(scope="session")
+def open_compare() -> Callable[..., AppTest]:
+    """``open_compare(**params)``: the Compare page, the one most tests open, after its first run."""
+    return functools.partial(open_app_page, "pages/1_Compare.py")

@@ -6,22 +6,12 @@ Each test keeps n small through the URL so the whole file stays within about a m
 
 from __future__ import annotations
 
-import re
-import sys
-from pathlib import Path
-
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from deploy.preload import NO_CHART_AT_OPEN
-from ui import share_box
+from ui import page_registry, share_box
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # the pages import `ui` and `core` from the repo root, as `streamlit run` does
-    sys.path.insert(0, str(ROOT))
-
-TIMEOUT = 240  # first run imports torch and computes on a slow, shared CPU
-PAGES = ["app.py", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pages").glob("*.py"))]
+PAGES = [p.file for p in page_registry.ALL_PAGES]
 # Cheap settings per page for the smoke test (unknown keys on other pages just produce a notice).
 CHEAP = {
     "pages/2_Sparse_plus_low_rank.py": {"f4_draws": "1"},
@@ -31,16 +21,6 @@ CHEAP = {
     "pages/7_Kernels.py": {"draws": "250", "lk_steps": "10"},
     "pages/9_Paper_claims.py": {"papers": "rank-vs-heads"},
 }
-
-
-def run_page(path: str, **params: str | list[str]) -> AppTest:
-    """Run one page the way `streamlit run app.py` does: app.py is the entry point, pages/ are switched to."""
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
-    if path != "app.py":
-        at.switch_page(path)
-    for key, value in params.items():
-        at.query_params[key] = value
-    return at.run()
 
 
 def metrics(at: AppTest) -> dict[str, str]:
@@ -58,18 +38,18 @@ def share_link(at: AppTest) -> str:
 
 
 @pytest.mark.parametrize("path", PAGES)
-def test_every_page_renders_without_exception(path: str) -> None:
-    at = run_page(path, n="64", **CHEAP.get(path, {}))
+def test_every_page_renders_without_exception(path: str, open_page) -> None:
+    at = open_page(path, n="64", **CHEAP.get(path, {}))
     assert not at.exception, [e.value for e in at.exception]
     assert at.title, f"{path} has no title"
     assert share_link(at)  # every page ends with ui.finish(): notices, link, settings
     # deploy/preload.py gives the Plotly head start to exactly the pages that open on a Plotly chart
-    url_path = "" if path == "app.py" else re.sub(r"^\d+_", "", Path(path).stem)
-    assert bool(at.get("plotly_chart")) is (url_path not in NO_CHART_AT_OPEN), url_path
+    page = page_registry.by_file(path)
+    assert page is not None and bool(at.get("plotly_chart")) is page.opens_on_chart, path
 
 
-def test_compare_controls_exist_and_the_url_seeds_them() -> None:
-    at = run_page(
+def test_compare_controls_exist_and_the_url_seeds_them(open_page) -> None:
+    at = open_page(
         "pages/1_Compare.py",
         n="128",
         tau="0.5",
@@ -101,8 +81,8 @@ def test_compare_controls_exist_and_the_url_seeds_them() -> None:
     assert not warnings(at)
 
 
-def test_compare_metrics_follow_the_temperature() -> None:
-    at = run_page("pages/1_Compare.py", n="64", heads="1", methods=["performer", "lsh"])
+def test_compare_metrics_follow_the_temperature(open_page) -> None:
+    at = open_page("pages/1_Compare.py", n="64", heads="1", methods=["performer", "lsh"])
     before = metrics(at)
     at.select_slider(key="tau").set_value(2.0).run()
     assert not at.exception
@@ -111,8 +91,8 @@ def test_compare_metrics_follow_the_temperature() -> None:
     assert before != after, "the metrics did not change with the temperature"
 
 
-def test_unlinking_a_method_changes_only_that_method() -> None:
-    at = run_page("pages/1_Compare.py", n="128", heads="1", methods=["performer", "lsh"])
+def test_unlinking_a_method_changes_only_that_method(open_page) -> None:
+    at = open_page("pages/1_Compare.py", n="128", heads="1", methods=["performer", "lsh"])
     before = metrics(at)
     at.toggle(key="performer_linked").set_value(False).run()
     features = at.number_input(key="performer_features")
@@ -128,8 +108,8 @@ def test_unlinking_a_method_changes_only_that_method() -> None:
     assert "performer_linked=false" in share_link(at) and "performer_features=4" in share_link(at)
 
 
-def test_garbage_url_gives_notices_not_exceptions() -> None:
-    at = run_page(
+def test_garbage_url_gives_notices_not_exceptions(open_page) -> None:
+    at = open_page(
         "pages/1_Compare.py",
         n="abc",
         tau="-5",
@@ -157,16 +137,16 @@ def test_garbage_url_gives_notices_not_exceptions() -> None:
     assert at.selectbox(key="input").value == "clustered"
 
 
-def test_off_grid_temperature_snaps_with_a_notice() -> None:
-    at = run_page("pages/1_Compare.py", n="64", heads="1", tau="0.47", methods=["performer"])
+def test_off_grid_temperature_snaps_with_a_notice(open_page) -> None:
+    at = open_page("pages/1_Compare.py", n="64", heads="1", tau="0.47", methods=["performer"])
     assert not at.exception
     assert at.select_slider(key="tau").value == 0.5
     assert "nearest value 0.5" in warnings(at)
     assert "tau=0.5" in share_link(at)
 
 
-def test_lesson_mode_hides_controls_and_keeps_their_values() -> None:
-    at = run_page(
+def test_lesson_mode_hides_controls_and_keeps_their_values(open_page) -> None:
+    at = open_page(
         "pages/1_Compare.py", n="64", heads="1", seed="5", methods=["performer"], lesson="1", hide="seed,device,n"
     )
     assert not at.exception
@@ -178,8 +158,8 @@ def test_lesson_mode_hides_controls_and_keeps_their_values() -> None:
     assert any("Lesson mode" in i.value for i in at.info)
 
 
-def test_real_model_head_reproduces_the_model_at_temperature_one() -> None:
-    at = run_page("pages/1_Compare.py", input="real", tau="1", layer="1", head="2", methods=["performer"])
+def test_real_model_head_reproduces_the_model_at_temperature_one(open_page) -> None:
+    at = open_page("pages/1_Compare.py", input="real", tau="1", layer="1", head="2", methods=["performer"])
     assert not at.exception
     captions = " ".join(c.value for c in at.caption)
     assert "tokens" in captions and "12 heads" in captions
@@ -189,8 +169,8 @@ def test_real_model_head_reproduces_the_model_at_temperature_one() -> None:
     assert value < 1e-4
 
 
-def test_sparse_plus_low_rank_page_shows_the_split_and_fig4() -> None:
-    at = run_page("pages/2_Sparse_plus_low_rank.py", n="128", heads="1", f4_draws="2", f4_m="16")
+def test_sparse_plus_low_rank_page_shows_the_split_and_fig4(open_page) -> None:
+    at = open_page("pages/2_Sparse_plus_low_rank.py", n="128", heads="1", f4_draws="2", f4_m="16")
     assert not at.exception
     got = metrics(at)
     assert {"Entries in Ω", "Attention mass inside Ω", "Scatterbrain error", "Naive-sum error"} <= set(got), got
@@ -205,8 +185,8 @@ def test_sparse_plus_low_rank_page_shows_the_split_and_fig4() -> None:
     assert metrics(at)["Scatterbrain error"] != before
 
 
-def test_error_vs_entropy_sweeps_and_marks_the_crossover() -> None:
-    at = run_page("pages/3_Error_vs_entropy.py", n="64", heads="1", points="5", taus=["0.03", "3"])
+def test_error_vs_entropy_sweeps_and_reports_the_crossover_or_none(open_page) -> None:
+    at = open_page("pages/3_Error_vs_entropy.py", n="64", heads="1", points="5", taus=["0.03", "3"])
     assert not at.exception
     assert at.slider(key="points").value == 5
     assert at.select_slider(key="taus").value == (0.03, 3.0)
@@ -220,8 +200,8 @@ def test_error_vs_entropy_sweeps_and_marks_the_crossover() -> None:
     assert len(metrics(at)) == 5, "top-k and SVD oracles are added"
 
 
-def test_regime_map_counts_every_cell() -> None:
-    at = run_page("pages/4_Regime_map.py", n="64", nb="3", ns="2")
+def test_regime_map_counts_every_cell(open_page) -> None:
+    at = open_page("pages/4_Regime_map.py", n="64", nb="3", ns="2")
     assert not at.exception
     got = metrics(at)
     cells = sum(int(v) for k, v in got.items() if k.startswith("cells won by"))

@@ -3,18 +3,14 @@ controls exist and are seeded by the URL, and moving a control changes what the 
 
 from __future__ import annotations
 
+import functools
 import re
-import sys
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from core import rank_heads as rh
-
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # the pages import `ui` and `core` from the repo root, as `streamlit run` does
-    sys.path.insert(0, str(ROOT))
 
 TIMEOUT = 600  # the first run imports torch and trains/fits on a slow, shared CPU
 RANK_PAGE = "pages/6_Rank_vs_heads.py"
@@ -23,12 +19,9 @@ SMALL_GRID = {"dim": "8", "steps": "20", "ranks": ["1", "8"], "hv": ["1", "2"], 
 SMALL_KERNELS = {"n": "64", "draws": "250", "lk_steps": "10", "att_redraws": "1", "entry_redraws": "1"}
 
 
-def run_page(path: str, **params: str | list[str]) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
-    at.switch_page(path)
-    for key, value in params.items():
-        at.query_params[key] = value
-    return at.run()
+@pytest.fixture
+def run_page(open_page: Callable[..., AppTest]) -> Callable[..., AppTest]:
+    return functools.partial(open_page, timeout=TIMEOUT)
 
 
 def texts(at: AppTest) -> str:
@@ -41,7 +34,7 @@ def summary_line(at: AppTest) -> str:
     return found.group(1)
 
 
-def test_rank_page_trains_a_small_grid_from_the_url() -> None:
+def test_rank_page_trains_a_small_grid_from_the_url(run_page) -> None:
     at = run_page(RANK_PAGE, **SMALL_GRID)
     assert not at.exception, [e.value for e in at.exception]
     assert at.selectbox(key="dim").value == 8
@@ -78,7 +71,7 @@ def test_rank_page_trains_a_small_grid_from_the_url() -> None:
     assert (frames[0]["r = 8, H = 1"] >= 0).all()
 
 
-def test_rank_page_refuses_an_oversized_grid_naming_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rank_page_refuses_an_oversized_grid_naming_the_limit(monkeypatch: pytest.MonkeyPatch, run_page) -> None:
     monkeypatch.setattr(rh, "MAX_GRID_CELLS", 2)
     at = run_page(RANK_PAGE, **SMALL_GRID)
     assert not at.exception
@@ -86,14 +79,14 @@ def test_rank_page_refuses_an_oversized_grid_naming_the_limit(monkeypatch: pytes
     assert "refused" in errors and "limit is 2" in errors
 
 
-def test_rank_page_bad_url_value_becomes_a_notice() -> None:
+def test_rank_page_bad_url_value_becomes_a_notice(run_page) -> None:
     at = run_page(RANK_PAGE, **{**SMALL_GRID, "dim": "7"})
     assert not at.exception
     assert at.selectbox(key="dim").value == 16  # reset to the default
     assert any("Dimension d" in w.value for w in at.warning)
 
 
-def test_kernels_page_renders_and_responds_to_controls() -> None:
+def test_kernels_page_renders_and_responds_to_controls(run_page) -> None:
     at = run_page(KERNEL_PAGE, **SMALL_KERNELS)
     assert not at.exception, [e.value for e in at.exception]
     assert at.slider(key="n").value == 64

@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import functools
+from collections.abc import Callable
 
+import pytest
 from streamlit.testing.v1 import AppTest
-
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 TIMEOUT = 600
 
 
-def run_page(path: str, **params: str | list[str]) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
-    at.switch_page(path)
-    for key, value in params.items():
-        at.query_params[key] = value
-    return at.run()
+@pytest.fixture
+def run_page(open_page: Callable[..., AppTest]) -> Callable[..., AppTest]:
+    return functools.partial(open_page, timeout=TIMEOUT)
 
 
 def chart_titles(at: AppTest) -> list[str]:
@@ -32,7 +26,7 @@ def chart_titles(at: AppTest) -> list[str]:
     return titles
 
 
-def test_rank_page_waits_for_the_button_and_shows_the_reference_levels_first() -> None:
+def test_rank_page_waits_for_the_button_and_shows_the_reference_levels_first(run_page) -> None:
     # The default grid (d = 16, 500 steps, 3 ranks x 3 head counts) is far above the automatic limit.
     at = run_page("pages/6_Rank_vs_heads.py", cpoints="4")
     assert not at.exception, [e.value for e in at.exception]
@@ -42,7 +36,7 @@ def test_rank_page_waits_for_the_button_and_shows_the_reference_levels_first() -
     assert any(t.startswith("Before training") for t in chart_titles(at))
 
 
-def test_rank_grid_trains_on_its_button_with_an_open_progress_box() -> None:
+def test_rank_grid_trains_on_its_button_with_an_open_progress_box(run_page) -> None:
     at = run_page("pages/6_Rank_vs_heads.py", dim="4", steps="20", ranks=["1"], hv=["1"], auto="false")
     assert not at.exception
     assert not at.status and not at.button(key="train_grid").disabled
@@ -55,7 +49,7 @@ def test_rank_grid_trains_on_its_button_with_an_open_progress_box() -> None:
     assert at.button(key="train_grid").disabled  # nothing left to train
 
 
-def test_kernels_page_draws_the_closed_forms_first_and_measures_on_a_button() -> None:
+def test_kernels_page_draws_the_closed_forms_first_and_measures_on_a_button(run_page) -> None:
     # n = 512: fitting 3 variants for 400 steps is estimated at 7 s there (1.8 s at n = 64, which runs at once).
     at = run_page("pages/7_Kernels.py", n="512", draws="5000", att_redraws="10", lk_steps="400")
     assert not at.exception, [e.value for e in at.exception]

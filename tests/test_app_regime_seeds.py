@@ -2,24 +2,20 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import functools
+from collections.abc import Callable
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-ROOT = Path(__file__).resolve().parents[1]
+
+@pytest.fixture
+def open_regime_map(open_page: Callable[..., AppTest]) -> Callable[..., AppTest]:
+    return functools.partial(open_page, "pages/4_Regime_map.py")
 
 
-def run(**params: str) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=240)
-    at.switch_page("pages/4_Regime_map.py")
-    for key, value in params.items():
-        at.query_params[key] = value
-    return at.run()
-
-
-def test_the_seed_count_comes_from_the_url_and_is_shown() -> None:
-    at = run(n="64", nb="2", ns="2", seeds="2")
+def test_the_seed_count_comes_from_the_url_and_is_shown(open_regime_map) -> None:
+    at = open_regime_map(n="64", nb="2", ns="2", seeds="2")
     assert not at.exception, [e.value for e in at.exception]
     assert at.slider(key="seeds").value == 2
     assert any("Averaged over 2 seed(s)" in c.value for c in at.caption)
@@ -27,26 +23,28 @@ def test_the_seed_count_comes_from_the_url_and_is_shown() -> None:
     assert metric.value.endswith(" / 4")  # cells within noise, out of the 2 x 2 grid
 
 
-def test_the_default_is_three_seeds() -> None:
-    at = run(n="64", nb="2", ns="2")
+def test_the_default_is_three_seeds(open_regime_map) -> None:
+    at = open_regime_map(n="64", nb="2", ns="2")
     assert not at.exception
     assert at.slider(key="seeds").value == 3
     assert any("Averaged over 3 seed(s)" in c.value for c in at.caption)
 
 
-def test_a_seed_count_too_costly_for_this_size_is_refused_before_starting(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_seed_count_too_costly_for_this_size_is_refused_before_starting(
+    monkeypatch: pytest.MonkeyPatch, open_regime_map
+) -> None:
     monkeypatch.setenv("ATTN_EXPLORER_JOB_SECONDS", "20")
-    fits = run(n="256", nb="8", ns="5", seeds="1")  # about 5 s estimated
+    fits = open_regime_map(n="256", nb="8", ns="5", seeds="1")  # about 5 s estimated
     assert not any("Refused before starting" in e.value for e in fits.error)
-    refused = run(n="256", nb="8", ns="5", seeds="10")  # ten times that
+    refused = open_regime_map(n="256", nb="8", ns="5", seeds="10")  # ten times that
     said = "\n".join(e.value for e in refused.error)
     assert "Refused before starting" in said, said
 
 
-def test_the_numbers_behind_the_maps_are_sent_only_when_asked_for() -> None:
+def test_the_numbers_behind_the_maps_are_sent_only_when_asked_for(open_regime_map) -> None:
     """The table's expander is on demand (ui.on_demand): closed, no grid is sent to the browser; opened, the table
     holds one row per cell with the averaged errors."""
-    at = run(n="64", nb="2", ns="2", seeds="2")
+    at = open_regime_map(n="64", nb="2", ns="2", seeds="2")
     assert not at.exception
     assert not at.dataframe
     at.session_state["open_numbers_regime"] = True
@@ -56,11 +54,11 @@ def test_the_numbers_behind_the_maps_are_sent_only_when_asked_for() -> None:
     assert len(table) == 4
 
 
-def test_the_maps_say_what_the_chosen_family_shows_and_what_red_means() -> None:
+def test_the_maps_say_what_the_chosen_family_shows_and_what_red_means(open_regime_map) -> None:
     """At equal budget the estimators' sparse + low rank often loses (red); the oracles show the paper's Fig. 1."""
-    estimators = run(n="64", nb="2", ns="2", seeds="1")
+    estimators = open_regime_map(n="64", nb="2", ns="2", seeds="1")
     assert not estimators.exception
     assert any("Red gain cells" in i.value and "oracles" in i.value for i in estimators.info)
-    oracles = run(n="64", nb="2", ns="2", seeds="1", family="oracles")
+    oracles = open_regime_map(n="64", nb="2", ns="2", seeds="1", family="oracles")
     assert not oracles.exception
     assert any("paper's Fig. 1" in i.value and "Blue gain cells" in i.value for i in oracles.info)

@@ -4,30 +4,31 @@ results labelled with their device (Streamlit AppTest, no browser)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parent.parent
-APP = str(ROOT / "app.py")
 PAGE = "pages/8_Scaling.py"
 TIMEOUT = 180
 
 
-def open_page(methods: list[str] | None = None, sizes: tuple[int, int] | None = None, **query: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    at.switch_page(PAGE)
-    for key, value in query.items():
-        at.query_params[key] = value
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    if methods is not None:
-        at.multiselect(key="methods").set_value(methods).run()
-    if sizes is not None:
-        at.select_slider(key="sizes").set_value(sizes).run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+@pytest.fixture
+def open_scaling(open_page: Callable[..., AppTest]) -> Callable[..., AppTest]:
+    def open_with(methods: list[str] | None = None, sizes: tuple[int, int] | None = None, **query: str) -> AppTest:
+        at = open_page(PAGE, timeout=TIMEOUT, **query)
+        assert not at.exception, [e.value for e in at.exception]
+        if methods is not None:
+            at.multiselect(key="methods").set_value(methods).run()
+        if sizes is not None:
+            at.select_slider(key="sizes").set_value(sizes).run()
+        assert not at.exception, [e.value for e in at.exception]
+        return at
+
+    return open_with
 
 
 def measure(at: AppTest) -> AppTest:
@@ -41,8 +42,8 @@ def chart_traces(at: AppTest, index: int) -> dict[str, Any]:
     return {trace.get("name"): trace for trace in spec["data"]}
 
 
-def test_page_waits_for_measure_then_measures_tiny_sizes() -> None:
-    at = open_page(methods=["performer", "local"], sizes=(64, 256))
+def test_page_waits_for_measure_then_measures_tiny_sizes(open_scaling) -> None:
+    at = open_scaling(methods=["performer", "local"], sizes=(64, 256))
     assert at.title[0].value.endswith("Scaling")
     # Before the button: the page opens on the committed table of this kind of device, nothing measured here.
     opened = set(chart_traces(at, 0))
@@ -62,16 +63,16 @@ def test_page_waits_for_measure_then_measures_tiny_sizes() -> None:
     assert (table["largest n"] == 256).all()
 
 
-def test_tight_memory_limit_stops_and_says_where() -> None:
-    at = open_page(methods=["performer"], sizes=(64, 65536), exact="false", memory_mib="128")
+def test_tight_memory_limit_stops_and_says_where(open_scaling) -> None:
+    at = open_scaling(methods=["performer"], sizes=(64, 65536), exact="false", memory_mib="128")
     measure(at)
     warnings = [w.value for w in at.warning]
     assert warnings and "stopped at n =" in warnings[0] and "MiB" in warnings[0], warnings
 
 
-def test_committed_results_are_labelled_with_their_device(tmp_path: Path) -> None:
+def test_committed_results_are_labelled_with_their_device(tmp_path: Path, open_scaling) -> None:
     results = sorted((ROOT / "benchmarks" / "results").glob("scaling_*.json"))
-    at = open_page()
+    at = open_scaling()
     options = at.multiselect(key="committed").options
     assert len(options) == len(results)
     if results:  # the committed tables (CPU; GPU when measured) can be overlaid without measuring
@@ -83,8 +84,8 @@ def test_committed_results_are_labelled_with_their_device(tmp_path: Path) -> Non
         assert any(payload["machine"]["device"] in name for name in names), names
 
 
-def test_a_measurement_in_the_shared_cache_opens_in_a_new_session() -> None:
-    measure(open_page(methods=["local"], sizes=(64, 128)))
-    again = open_page(methods=["local"], sizes=(64, 128))  # a new session: nothing pressed there
+def test_a_measurement_in_the_shared_cache_opens_in_a_new_session(open_scaling) -> None:
+    measure(open_scaling(methods=["local"], sizes=(64, 128)))
+    again = open_scaling(methods=["local"], sizes=(64, 128))  # a new session: nothing pressed there
     names = set(chart_traces(again, 0))
     assert any(name.startswith("Local window (slope") for name in names), names

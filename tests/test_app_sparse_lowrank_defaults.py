@@ -4,30 +4,23 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import functools
+from collections.abc import Callable
 
 import numpy as np
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from core import budget_params, data, sparse_lowrank  # noqa: E402
-from ui.sidebar import DEFAULTS  # noqa: E402
+from core import budget_params, data, sparse_lowrank
+from ui.sidebar import DEFAULTS
 
 NAIVE_FACTOR = 2.0  # the naive sum's error is at least this multiple of Scatterbrain's at the defaults
 
 
-def run(**params: str) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=240)
-    at.switch_page("pages/2_Sparse_plus_low_rank.py")
-    for key, value in {"f4_draws": "1", **params}.items():
-        at.query_params[key] = value
-    return at.run()
+@pytest.fixture
+def open_sparse_lowrank(open_page: Callable[..., AppTest]) -> Callable[..., AppTest]:
+    return functools.partial(open_page, "pages/2_Sparse_plus_low_rank.py", f4_draws="1")
 
 
 def summary_at(settings: dict, seed: int) -> sparse_lowrank.CorrectionSummary:
@@ -67,8 +60,8 @@ def test_identical_sums_do_not_matter() -> None:
     assert abs(got.omega_mass - float(np.trace(exact)) / 8) < 1e-12
 
 
-def test_the_page_shows_it_at_its_defaults() -> None:
-    at = run()
+def test_the_page_shows_it_at_its_defaults(open_sparse_lowrank) -> None:
+    at = open_sparse_lowrank()
     assert not at.exception, [e.value for e in at.exception]
     got = {m.label: m.value for m in at.metric}
     sb, naive = float(got["Scatterbrain error"]), float(got["Naive-sum error"])
@@ -79,8 +72,8 @@ def test_the_page_shows_it_at_its_defaults() -> None:
     assert not any("does not matter" in w.value for w in at.warning)
 
 
-def test_the_page_says_plainly_when_the_correction_does_not_matter() -> None:
-    at = run(tau="0.2", budget="0.125")
+def test_the_page_says_plainly_when_the_correction_does_not_matter(open_sparse_lowrank) -> None:
+    at = open_sparse_lowrank(tau="0.2", budget="0.125")
     assert not at.exception, [e.value for e in at.exception]
     said = "\n".join(w.value for w in at.warning)
     assert "At these settings the correction does not matter" in said, said

@@ -4,26 +4,24 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-APP = str(Path(__file__).resolve().parent.parent / "app.py")
 PAGE = "pages/5_VCC.py"  # relative to the entry point, as AppTest.switch_page wants
 TIMEOUT = 180  # cold torch import and the budget sweep on 2 slow cores
 
 
-def open_page(**query: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    at.switch_page(PAGE)
-    at.query_params["n"] = "64"  # small n keeps the budget sweep quick
-    for key, value in query.items():
-        at.query_params[key] = value
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+@pytest.fixture
+def open_vcc(open_page: Callable[..., AppTest]) -> Callable[..., AppTest]:
+    def open_with(**query: str) -> AppTest:
+        at = open_page(PAGE, timeout=TIMEOUT, **{"n": "64", **query})  # small n keeps the budget sweep quick
+        assert not at.exception, [e.value for e in at.exception]
+        return at
+
+    return open_with
 
 
 def metric(at: AppTest, label: str) -> str:
@@ -48,8 +46,8 @@ def count(trace: dict[str, Any]) -> int:
     return len(x)
 
 
-def test_page_renders_with_tree_heatmaps_and_sweep() -> None:
-    at = open_page()
+def test_page_renders_with_tree_heatmaps_and_sweep(open_vcc) -> None:
+    at = open_vcc()
     assert at.title[0].value.endswith("VCC")
     r = int(metric(at, "Compressed length r"))
     # Defaults at n = 64: 8 VIP tokens, k = 16 -> 4 blocks (56 tokens, padded to 64), h = 4 clamped by the slider.
@@ -78,8 +76,8 @@ def splits(at: AppTest) -> list[int]:
     return [int(x) for x in match.group(1).split(",") if x.strip()]
 
 
-def test_budget_and_mode_controls_move_the_tree() -> None:
-    at = open_page(vip="16")
+def test_budget_and_mode_controls_move_the_tree(open_vcc) -> None:
+    at = open_vcc(vip="16")
     # n = 64, 16 VIP tokens, k = 16: 48 tokens in 3 blocks; the default h (4, clamped to 3) refines all of them.
     assert splits(at) == [1, 3]
     assert int(metric(at, "Compressed length r")) == 64
@@ -103,8 +101,8 @@ def test_budget_and_mode_controls_move_the_tree() -> None:
     assert int(metric(at, "Compressed length r")) == 16 + leaves
 
 
-def test_vip_positions_and_selector_change_the_selection() -> None:
-    at = open_page(h="2", k="4", vip_at="0, 20, 40, 63")
+def test_vip_positions_and_selector_change_the_selection(open_vcc) -> None:
+    at = open_vcc(h="2", k="4", vip_at="0, 20, 40, 63")
     traces = tree_traces(at)
     assert count(traces["VIP token (exact)"]) == 4
     assert int(metric(at, "Compressed length r")) == 4 + 15 + 2 * 3  # 60 tokens in blocks of 4, 2 refined
@@ -121,8 +119,8 @@ def test_vip_positions_and_selector_change_the_selection() -> None:
 
 
 @pytest.mark.slow
-def test_real_model_text_offers_vip_words() -> None:
-    at = open_page()
+def test_real_model_text_offers_vip_words(open_vcc) -> None:
+    at = open_vcc()
     at.selectbox(key="input").set_value("real").run()
     assert not at.exception
     select = at.multiselect(key="vip_words")

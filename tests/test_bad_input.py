@@ -18,11 +18,6 @@ METHODS = list(registry.methods())
 N, D = 32, 8
 
 
-def qkv(n: int = N, d: int = D, dtype: torch.dtype = torch.float32):
-    g = torch.Generator().manual_seed(0)
-    return tuple(torch.randn(n, d, generator=g, dtype=torch.float64).to(dtype) for _ in range(3))
-
-
 def fmt(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
@@ -44,9 +39,9 @@ def assert_names_range(err: pytest.ExceptionInfo[ParameterError], method: str, p
 
 
 @pytest.mark.parametrize("item", numeric_params(), ids=param_id)
-def test_numeric_parameter_out_of_range_zero_negative_nan_inf(item: tuple[str, registry.ParamSpec]) -> None:
+def test_numeric_parameter_out_of_range_zero_negative_nan_inf(item: tuple[str, registry.ParamSpec], random_qkv) -> None:
     method, p = item
-    q, k, v = qkv()
+    q, k, v = random_qkv((), N, D, seed=0, dtype=torch.float32)
     low, high = p.bounds(N, D)
     assert low is not None and high is not None
     step = 1 if p.kind == "int" else max(abs(low) * 0.5, 1e-3)
@@ -62,9 +57,9 @@ def test_numeric_parameter_out_of_range_zero_negative_nan_inf(item: tuple[str, r
 
 
 @pytest.mark.parametrize("item", numeric_params(), ids=param_id)
-def test_numeric_parameter_wrong_type(item: tuple[str, registry.ParamSpec]) -> None:
+def test_numeric_parameter_wrong_type(item: tuple[str, registry.ParamSpec], random_qkv) -> None:
     method, p = item
-    q, k, v = qkv()
+    q, k, v = random_qkv((), N, D, seed=0, dtype=torch.float32)
     for value in ("abc", [1, 2], {"x": 1}, None):
         with pytest.raises(ParameterError) as err:
             core.approximate(method, q, k, v, **{p.name: value})
@@ -86,9 +81,9 @@ def test_numeric_parameter_refuses_booleans(item: tuple[str, registry.ParamSpec]
     [(m, p) for m in METHODS for p in registry.methods()[m].params if p.kind in ("choice", "bool")],
     ids=param_id,
 )
-def test_choice_and_bool_parameters_refuse_other_values(item: tuple[str, registry.ParamSpec]) -> None:
+def test_choice_and_bool_parameters_refuse_other_values(item: tuple[str, registry.ParamSpec], random_qkv) -> None:
     method, p = item
-    q, k, v = qkv()
+    q, k, v = random_qkv((), N, D, seed=0, dtype=torch.float32)
     values: list[object] = ["no-such-option", 3.5] if p.kind == "choice" else ["yes", 2, None]
     for value in values:
         with pytest.raises(ParameterError) as err:
@@ -102,8 +97,8 @@ def test_choice_and_bool_parameters_refuse_other_values(item: tuple[str, registr
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_unknown_parameter_name_is_refused_with_the_allowed_names(method: str) -> None:
-    q, k, v = qkv()
+def test_unknown_parameter_name_is_refused_with_the_allowed_names(method: str, random_qkv) -> None:
+    q, k, v = random_qkv((), N, D, seed=0, dtype=torch.float32)
     with pytest.raises(ParameterError) as err:
         core.approximate(method, q, k, v, no_such_parameter=1)
     message = str(err.value)
@@ -112,8 +107,8 @@ def test_unknown_parameter_name_is_refused_with_the_allowed_names(method: str) -
         assert p.name in message
 
 
-def test_unknown_method_lists_the_methods() -> None:
-    q, k, v = qkv()
+def test_unknown_method_lists_the_methods(random_qkv) -> None:
+    q, k, v = random_qkv((), N, D, seed=0, dtype=torch.float32)
     with pytest.raises(ParameterError) as err:
         core.approximate("no-such-method", q, k, v)
     assert "method" in str(err.value) and "performer" in str(err.value) and "scatterbrain" in str(err.value)
@@ -122,8 +117,8 @@ def test_unknown_method_lists_the_methods() -> None:
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_wrong_shapes_empty_and_non_finite_inputs(method: str) -> None:
-    q, k, v = qkv()
+def test_wrong_shapes_empty_and_non_finite_inputs(method: str, random_qkv) -> None:
+    q, k, v = random_qkv((), N, D, seed=0, dtype=torch.float32)
     cases: list[tuple[tuple[object, object, object], str]] = [
         ((q[0], k, v), "q"),  # 1-D
         ((q, k[:, :-1], v), "k"),  # d mismatch
@@ -148,8 +143,8 @@ def test_wrong_shapes_empty_and_non_finite_inputs(method: str) -> None:
 
 
 @pytest.mark.parametrize("scale", [-1.0, math.nan, math.inf, "hot", torch.ones(5), [1.0, 2.0]])
-def test_bad_scale(scale: object) -> None:
-    q, k, v = qkv()
+def test_bad_scale(scale: object, random_qkv) -> None:
+    q, k, v = random_qkv((), N, D, seed=0, dtype=torch.float32)
     with pytest.raises(ParameterError) as err:
         core.approximate(
             "performer", q[None].expand(3, N, D), k[None].expand(3, N, D), v[None].expand(3, N, D), scale=scale
@@ -159,8 +154,8 @@ def test_bad_scale(scale: object) -> None:
 
 
 @pytest.mark.parametrize("seed", [-1, 1.5, "0", True, 2**64])
-def test_bad_seed(seed: object) -> None:
-    q, k, v = qkv()
+def test_bad_seed(seed: object, random_qkv) -> None:
+    q, k, v = random_qkv((), N, D, seed=0, dtype=torch.float32)
     with pytest.raises(ParameterError) as err:
         core.approximate("performer", q, k, v, seed=seed)
     assert err.value.parameter == "seed" and "2^63" in str(err.value)

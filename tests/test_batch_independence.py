@@ -7,8 +7,6 @@ so this only allows for a different summation order in batched BLAS).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import torch
 
@@ -20,12 +18,7 @@ BETAS = (0.5, 2.0, 8.0)
 FAST = {"learned_kernel": {"steps": 10}, "rpca": {"iterations": 10}}
 
 
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def _close(batched: torch.Tensor, single: torch.Tensor) -> float:

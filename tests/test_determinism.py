@@ -3,8 +3,6 @@ and randomized methods change with the seed."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import torch
 
@@ -17,12 +15,7 @@ FAST = {"learned_kernel": {"steps": 5}, "rpca": {"iterations": 10}}
 RANDOM_CHOICE = {"vcc": {"selector": "random"}}
 
 
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def inputs(n: int = 40) -> core.data.Inputs:

@@ -18,17 +18,9 @@ def reference_attention(q: torch.Tensor, k: torch.Tensor, scale: float) -> torch
     return weights / weights.sum(-1, keepdim=True)
 
 
-def random_qkv(shape: tuple[int, ...], n: int, d: int, dv: int, seed: int, dtype: torch.dtype = torch.float64):
-    g = torch.Generator().manual_seed(seed)
-    q = torch.randn(*shape, n, d, generator=g, dtype=torch.float64)
-    k = torch.randn(*shape, n, d, generator=g, dtype=torch.float64)
-    v = torch.randn(*shape, n, dv, generator=g, dtype=torch.float64)
-    return q.to(dtype), k.to(dtype), v.to(dtype)
-
-
 @pytest.mark.parametrize("shape", [(), (3,), (2, 3)])
 @pytest.mark.parametrize("scale", [None, 0.0, 0.3, 2.0])
-def test_exact_matches_float64_reference(shape: tuple[int, ...], scale: float | None) -> None:
+def test_exact_matches_float64_reference(shape: tuple[int, ...], scale: float | None, random_qkv) -> None:
     n, d, dv = 37, 16, 24
     q, k, v = random_qkv(shape, n, d, dv, seed=1)
     beta = 1.0 / math.sqrt(d) if scale is None else scale
@@ -40,7 +32,7 @@ def test_exact_matches_float64_reference(shape: tuple[int, ...], scale: float | 
     torch.testing.assert_close(result.output, ref @ v, rtol=0, atol=1e-10)
 
 
-def test_exact_float32_within_1e6_of_float64_reference() -> None:
+def test_exact_float32_within_1e6_of_float64_reference(random_qkv) -> None:
     n, d, dv = 128, 64, 64
     q, k, v = random_qkv((4,), n, d, dv, seed=2, dtype=torch.float32)
     ref = reference_attention(q, k, 1.0 / math.sqrt(d))
@@ -50,7 +42,7 @@ def test_exact_float32_within_1e6_of_float64_reference() -> None:
     assert float((result.output.double() - ref @ v.double()).abs().max()) < 1e-6
 
 
-def test_rows_sum_to_one_and_nonnegative_even_at_low_temperature() -> None:
+def test_rows_sum_to_one_and_nonnegative_even_at_low_temperature(random_qkv) -> None:
     q, k, v = random_qkv((2,), 50, 8, 8, seed=3)
     attention = core.approximate("exact", q, k, v, scale=500.0).attention()
     assert bool(torch.isfinite(attention).all())
@@ -58,13 +50,13 @@ def test_rows_sum_to_one_and_nonnegative_even_at_low_temperature() -> None:
     torch.testing.assert_close(attention.sum(-1), torch.ones(2, 50, dtype=torch.float64), rtol=0, atol=1e-12)
 
 
-def test_zero_scale_is_uniform_average() -> None:
+def test_zero_scale_is_uniform_average(random_qkv) -> None:
     q, k, v = random_qkv((), 20, 4, 3, seed=4)
     result = core.approximate("exact", q, k, v, scale=0.0)
     torch.testing.assert_close(result.output, v.mean(0, keepdim=True).expand(20, 3), rtol=0, atol=1e-12)
 
 
-def test_tensor_scale_equals_separate_calls() -> None:
+def test_tensor_scale_equals_separate_calls(random_qkv) -> None:
     q, k, v = random_qkv((3, 2), 24, 8, 8, seed=5)
     betas = torch.tensor([0.1, 1.0, 7.0], dtype=torch.float64)
     batched = core.approximate("exact", q, k, v, scale=betas[:, None])
@@ -74,13 +66,13 @@ def test_tensor_scale_equals_separate_calls() -> None:
         torch.testing.assert_close(batched.attention()[i], reference_attention(q[i], k[i], beta), rtol=0, atol=1e-12)
 
 
-def test_numpy_inputs_accepted() -> None:
+def test_numpy_inputs_accepted(random_qkv) -> None:
     q, k, v = random_qkv((), 10, 4, 4, seed=6)
     result = core.approximate("exact", q.numpy(), k.numpy(), v.numpy(), scale=0.5)
     torch.testing.assert_close(result.output, reference_attention(q, k, 0.5) @ v, rtol=0, atol=1e-12)
 
 
-def test_cost_is_quadratic_memory() -> None:
+def test_cost_is_quadratic_memory(random_qkv) -> None:
     q, k, v = random_qkv((2, 3), 40, 8, 8, seed=7)
     cost = core.approximate("exact", q, k, v).cost
     assert cost.memory == 6 * 40 * 40

@@ -3,21 +3,15 @@ and the engine helpers behind them (core/compare.py): crossing, warm timing, the
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-import core  # noqa: E402
-from core import compare  # noqa: E402
-from ui.figures import compare as figs  # noqa: E402
+import core
+from core import compare
+from ui.figures import compare as figs
 
 
 def result(error: float, *, message: str | None = None) -> SimpleNamespace:

@@ -4,34 +4,30 @@ no icon that needs an emoji font."""
 from __future__ import annotations
 
 import re
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from ui import home, lessons, page_registry
+from ui.presets import PRESETS
+
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from ui import home, lessons  # noqa: E402
-from ui.presets import PRESETS  # noqa: E402
-
-TIMEOUT = 240
-PAGE_FILES = sorted((ROOT / "pages").glob("*.py"))
+PAGE_FILES = [p.script for p in page_registry.PAGES]
 ANCHOR = re.compile(r"<a\s[^>]*>")
 
 
 @pytest.fixture(scope="module")
-def home_html() -> str:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
+def home_html(open_page: Callable[..., AppTest]) -> str:
+    at = open_page()
     assert not at.exception, [e.value for e in at.exception]
     return "\n".join(str(m.value) for m in at.markdown)
 
 
 def test_every_page_file_has_one_line_on_home(home_html: str) -> None:
     entries = home.page_entries()
-    assert [e.path for e in entries] == [re.sub(r"^\d+_", "", p.stem) for p in PAGE_FILES]
+    assert [e.path for e in entries] == [p.url_path for p in page_registry.PAGES]
     for entry in entries:
         assert 20 <= len(entry.line) <= 300 and "\n" not in entry.line, entry
         assert not entry.line.lower().startswith(entry.label.lower() + ":"), entry  # the label is not repeated

@@ -20,7 +20,6 @@ MEMORY_LIMIT = 2 * 1024**3
 
 CHILD = r"""
 import json, resource, sys, time
-sys.path.insert(0, sys.argv[1])
 from streamlit.testing.v1 import AppTest
 page, params, click = sys.argv[2], json.loads(sys.argv[3]), sys.argv[4] == "1"
 at = AppTest.from_file(sys.argv[1] + "/app.py", default_timeout=600)
@@ -112,6 +111,7 @@ def test_huge_url_is_refused_or_reduced_within_the_limits(case: str) -> None:
         capture_output=True,
         text=True,
         env=env,
+        cwd=ROOT,  # `python -c` puts the working directory first on sys.path: the pages import `ui` and `core` from it
         timeout=300,
         check=False,
     )

@@ -13,7 +13,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from core.cancel import Cancelled
-from core.errors import ParameterError
+from core.errors import ConfigError, ParameterError
 from ui import jobs
 
 
@@ -56,8 +56,9 @@ def test_slots_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ATTN_EXPLORER_SLOTS", "3")
     assert jobs.default_slots() == 3
     monkeypatch.setenv("ATTN_EXPLORER_SLOTS", "zero")
+    with pytest.raises(ConfigError, match="ATTN_EXPLORER_SLOTS: 'zero' is not allowed; it must be an integer from 1"):
+        jobs.default_slots()
     expected = max(1, torch.cuda.device_count()) if torch.cuda.is_available() else max(1, jobs.cores() // 2)
-    assert jobs.default_slots() == expected
     monkeypatch.delenv("ATTN_EXPLORER_SLOTS")
     assert jobs.default_slots() == expected
 
@@ -321,7 +322,9 @@ def test_light_work_never_waits_behind_heavy_work(tmp_path: Path, monkeypatch: p
             assert blocker.done_event.wait(10)
 
 
-def test_compare_at_large_n_runs_through_the_scheduler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_compare_at_large_n_runs_through_the_scheduler(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, open_compare
+) -> None:
     from ui import compute
 
     monkeypatch.setenv("ATTN_EXPLORER_CACHE_DIR", str(tmp_path / "cache"))
@@ -336,11 +339,7 @@ def test_compare_at_large_n_runs_through_the_scheduler(tmp_path: Path, monkeypat
         return original(self, name, *args, **kwargs)
 
     monkeypatch.setattr(jobs.Scheduler, "submit", spy)
-    at = AppTest.from_file(str(Path(__file__).parent.parent / "app.py"), default_timeout=300)
-    at.switch_page("pages/1_Compare.py")
-    at.query_params["n"] = "2048"
-    at.query_params["methods"] = "performer"
-    at.run()
+    at = open_compare(timeout=300, n="2048", methods="performer")
     assert not at.exception, [e.value for e in at.exception]
     assert seen == ["run_method"]
     assert at.table  # the metrics table was drawn from the job's result
@@ -392,7 +391,7 @@ def test_time_in_the_queue_does_not_count_against_the_limit(make_scheduler: Call
     assert queued.state == "done" and order == ["first", "queued"]
 
 
-def test_robust_pca_parts_run_through_the_scheduler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_robust_pca_parts_run_through_the_scheduler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, open_page) -> None:
     from ui import compute
 
     monkeypatch.setenv("ATTN_EXPLORER_CACHE_DIR", str(tmp_path / "cache"))
@@ -407,11 +406,7 @@ def test_robust_pca_parts_run_through_the_scheduler(tmp_path: Path, monkeypatch:
         return original(self, name, *args, **kwargs)
 
     monkeypatch.setattr(jobs.Scheduler, "submit", spy)
-    at = AppTest.from_file(str(Path(__file__).parent.parent / "app.py"), default_timeout=300)
-    at.switch_page("pages/2_Sparse_plus_low_rank.py")
-    for key, value in {"n": "256", "rpca": "1", "f4_draws": "1"}.items():
-        at.query_params[key] = value
-    at.run()
+    at = open_page("pages/2_Sparse_plus_low_rank.py", timeout=300, n="256", rpca="1", f4_draws="1")
     assert not at.exception, [e.value for e in at.exception]
     assert seen == ["method_parts"]
     assert any("Parameters from the budget" in c.value for c in at.caption)  # the RPCA views were drawn
@@ -459,12 +454,19 @@ def test_light_work_inside_light_work_does_not_wait_for_itself(monkeypatch: pyte
     assert done.is_set(), "nested light work deadlocked"
 
 
-@pytest.mark.parametrize(("raw", "expected"), [("3", 3), ("0", None), ("junk", None), ("", None), ("999", 64)])
+@pytest.mark.parametrize(("raw", "expected"), [("3", 3), ("64", 64), ("", None), (" ", None)])
 def test_light_slots_come_from_the_environment_or_the_cores(
     monkeypatch: pytest.MonkeyPatch, raw: str, expected: int | None
 ) -> None:
     monkeypatch.setenv("ATTN_EXPLORER_LIGHT_SLOTS", raw)
     assert jobs.light_slots() == (jobs.cores() if expected is None else expected)
+
+
+@pytest.mark.parametrize("raw", ["0", "junk", "999", "2.5"])
+def test_a_bad_light_slot_count_is_refused_with_its_range(monkeypatch: pytest.MonkeyPatch, raw: str) -> None:
+    monkeypatch.setenv("ATTN_EXPLORER_LIGHT_SLOTS", raw)
+    with pytest.raises(ConfigError, match=f"ATTN_EXPLORER_LIGHT_SLOTS: '{raw}' is not allowed.*from 1 to 64"):
+        jobs.light_slots()
 
 
 def test_the_page_token_stops_engine_loops_once_the_page_run_is_told_to_stop(monkeypatch: pytest.MonkeyPatch) -> None:

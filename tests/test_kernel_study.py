@@ -62,7 +62,7 @@ def test_ratio_map_is_red_at_large_angles_and_blue_at_small_ones() -> None:
     assert ratio.log10_ratio[-1, 0] < 0  # long vectors at a small angle: trig more accurate
 
 
-def test_only_trig_normalisers_go_non_positive_and_more_at_low_temperature() -> None:
+def test_trig_normalisers_go_non_positive_and_more_often_at_low_temperature() -> None:
     inputs = data.gaussian(128, 16, seed=0)
     frac = study.trig_fraction(inputs.q, inputs.k, [16], orthogonal=True, seed=0, taus=(0.5, 5.0))
     assert frac.shape == (1, 2)

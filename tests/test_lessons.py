@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 import urllib.parse
-from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from ui import lessons, share_box  # noqa: E402
+from ui import lessons, page_registry, share_box
 
 TIMEOUT = 300
 STEPS = [(lesson_id, index) for lesson_id, lesson in lessons.lessons().items() for index in range(len(lesson.steps))]
@@ -97,16 +90,14 @@ def test_position_clamps_bad_steps_and_ignores_unknown_lessons() -> None:
 
 
 @pytest.mark.parametrize(("lesson_id", "index"), STEPS)
-def test_every_lesson_step_opens_without_exception(lesson_id: str, index: int) -> None:
+def test_every_lesson_step_opens_without_exception(lesson_id: str, index: int, open_page) -> None:
     lesson = lessons.lessons()[lesson_id]
     step = lesson.steps[index]
-    script = lessons.page_paths()[step.page]
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
-    if script != "app.py":
-        at.switch_page(script)
-    for key, value in urllib.parse.parse_qs(lesson.step_query(index)).items():
-        at.query_params[key] = value if len(value) > 1 else value[0]
-    at.run()
+    script = page_registry.url_paths()[step.page]
+    query = urllib.parse.parse_qs(lesson.step_query(index))
+    at = open_page(
+        script, timeout=TIMEOUT, **{key: value if len(value) > 1 else value[0] for key, value in query.items()}
+    )
     assert not at.exception, [e.value for e in at.exception]
     assert step.title in [s.value for s in at.subheader]
     assert f"step {index + 1} of {len(lesson.steps)}" in " ".join(c.value for c in at.caption)

@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import torch
 
 import core
 from core import metrics
 
-
-@pytest.fixture(autouse=True)
-def one_blas_thread() -> Iterator[None]:
-    """Dense SVDs oversubscribe a busy 2-core box (20x slower, see scatterbrain.md section 8); one thread is faster."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def sparse_count_param(method: str) -> str:

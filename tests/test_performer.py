@@ -192,3 +192,7 @@ def test_cost_is_linear_in_n_and_features() -> None:
     assert costs[2048].memory / costs[1024].memory == pytest.approx(2, rel=0.05)
     assert costs[2048].flops / costs[1024].flops == pytest.approx(2, rel=0.05)
     assert costs[2048].memory < 2048 * 2048 / 8
+    # Twice the features at the same n: twice the memory and the flops.
+    wide = core.approximate("performer", x.q, x.k, x.v, features=128).cost
+    assert wide.memory / costs[2048].memory == pytest.approx(2, rel=0.05)
+    assert wide.flops / costs[2048].flops == pytest.approx(2, rel=0.05)

@@ -4,7 +4,7 @@ figure JSON whole, keyed so that a new figure updates the chart in place); elsew
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -12,19 +12,14 @@ from streamlit.testing.v1 import AppTest
 from deploy import preload
 from ui import plotly_chart
 
-ROOT = Path(__file__).resolve().parents[1]
+
+def compare(open_compare: Callable[..., AppTest], tau: str | None = None) -> AppTest:
+    return open_compare(n="64", methods=["nystrom", "performer"], **({"tau": tau} if tau else {}))
 
 
-def compare(tau: str | None = None) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=240)
-    at.switch_page("pages/1_Compare.py")
-    at.query_params.update({"n": "64", "methods": ["nystrom", "performer"], **({"tau": tau} if tau else {})})
-    return at.run()
-
-
-def test_served_pages_draw_every_figure_with_the_component(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_served_pages_draw_every_figure_with_the_component(monkeypatch: pytest.MonkeyPatch, open_compare) -> None:
     monkeypatch.setenv(preload.BUNDLE_VARIABLE, "served")
-    at = compare()
+    at = compare(open_compare)
     assert not at.exception
     assert not at.get("plotly_chart"), "a figure went to st.plotly_chart, which loads Streamlit's whole plotly.js"
     figures = plotly_chart.figures_in(at)
@@ -44,8 +39,8 @@ def test_served_pages_draw_every_figure_with_the_component(monkeypatch: pytest.M
     assert after != before
 
 
-def test_without_the_served_bundle_figures_go_to_st_plotly_chart(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_the_served_bundle_figures_go_to_st_plotly_chart(monkeypatch: pytest.MonkeyPatch, open_compare) -> None:
     monkeypatch.delenv(preload.BUNDLE_VARIABLE, raising=False)
-    at = compare()
+    at = compare(open_compare)
     assert not at.exception
     assert at.get("plotly_chart") and not plotly_chart.figures_in(at)

@@ -4,7 +4,6 @@ same values as a float32 copy) and come back in their own dtype; float64 draws; 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 
 import pytest
 import torch
@@ -18,12 +17,7 @@ HALF = (torch.float16, torch.bfloat16)
 FAST = {"learned_kernel": {"steps": 5}, "rpca": {"iterations": 10}}
 
 
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def _rounded(dtype: torch.dtype, n: int = 64, d: int = 8) -> tuple[core.data.Inputs, core.data.Inputs]:

@@ -3,34 +3,17 @@ in one caption, and leaves a link's explicit values alone (AppTest)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 from streamlit.testing.v1 import AppTest
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from ui.sidebar import DEFAULTS, REAL_DEFAULTS, REAL_NOTE  # noqa: E402
-
-TIMEOUT = 240
-
-
-def run_compare(**params: str | list[str]) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
-    at.switch_page("pages/1_Compare.py")
-    for key, value in params.items():
-        at.query_params[key] = value
-    return at.run()
+from ui.sidebar import DEFAULTS, REAL_DEFAULTS, REAL_NOTE
 
 
 def captions(at: AppTest) -> str:
     return "\n".join(c.value for c in at.caption)
 
 
-def test_switching_to_the_real_model_sets_its_temperature_and_budget_and_says_why() -> None:
-    at = run_compare(n="64", heads="1", methods="performer")
+def test_switching_to_the_real_model_sets_its_temperature_and_budget_and_says_why(open_compare) -> None:
+    at = open_compare(n="64", heads="1", methods="performer")
     assert at.select_slider(key="tau").value == DEFAULTS["tau"]
     assert REAL_NOTE not in captions(at)
     at.selectbox(key="input").set_value("real").run()
@@ -47,12 +30,12 @@ def test_switching_to_the_real_model_sets_its_temperature_and_budget_and_says_wh
     assert error > 0
 
 
-def test_a_real_model_link_gets_the_real_defaults_unless_it_sets_them() -> None:
-    at = run_compare(input="real", methods="performer")
+def test_a_real_model_link_gets_the_real_defaults_unless_it_sets_them(open_compare) -> None:
+    at = open_compare(input="real", methods="performer")
     assert at.select_slider(key="tau").value == 1.0
     assert at.select_slider(key="budget").value == REAL_DEFAULTS["budget"]
     assert "tau" not in at.query_params and "budget" not in at.query_params  # the defaults for this input
-    explicit = run_compare(input="real", tau="0.2", budget="0.125", methods="performer")
+    explicit = open_compare(input="real", tau="0.2", budget="0.125", methods="performer")
     assert explicit.select_slider(key="tau").value == 0.2
     assert explicit.select_slider(key="budget").value == 0.125
     assert explicit.query_params.get("tau") == "0.2"

@@ -4,7 +4,6 @@ output path agrees with the dense matrix it reports."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 
 import pytest
 import torch
@@ -48,27 +47,15 @@ SHAPES = [(), (3,), (2, 3)]
 FAST = {"learned_kernel": {"steps": 5}, "rpca": {"iterations": 20}}
 
 
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """Tiny matrices: one thread avoids oversubscribing the 2-core box (dense SVDs get 20x slower)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
+# Small inputs whose logits q . k have unit variance (tests/conftest.py draw_qkv).
+SMALL = {"n": 24, "d": 8, "dv": 5, "seed": 7, "unit_logits": True}
 
 
-def small_inputs(shape: tuple[int, ...], n: int = 24, d: int = 8, dtype: torch.dtype = torch.float64):
-    g = torch.Generator().manual_seed(7)
-    q = torch.randn(*shape, n, d, generator=g, dtype=torch.float64) / d**0.25
-    k = torch.randn(*shape, n, d, generator=g, dtype=torch.float64) / d**0.25
-    v = torch.randn(*shape, n, 5, generator=g, dtype=torch.float64)
-    return q.to(dtype), k.to(dtype), v.to(dtype)
-
-
-def test_methods_is_callable_repeatedly_after_use() -> None:
+def test_methods_is_callable_repeatedly_after_use(random_qkv) -> None:
     """core.methods() is the documented registry call; importing core.methods (the package) must not shadow it."""
     first = core.methods()
-    q, k, v = small_inputs(())
+    q, k, v = random_qkv((), **SMALL)
     core.approximate("exact", q, k, v)
     assert callable(core.methods), f"core.methods became {type(core.methods).__name__}"
     assert list(core.methods()) == list(first)
@@ -128,11 +115,11 @@ def test_budget_params_give_the_fraction(name: str, fraction: float) -> None:
 
 
 @pytest.mark.parametrize("name", METHODS)
-def test_runs_at_defaults_on_every_batch_shape(name: str) -> None:
+def test_runs_at_defaults_on_every_batch_shape(name: str, random_qkv) -> None:
     spec = registry.methods()[name]
     outputs = {}
     for shape in SHAPES:
-        q, k, v = small_inputs(shape)
+        q, k, v = random_qkv(shape, **SMALL)
         result = core.approximate(name, q, k, v, seed=1)
         assert result.output.shape == (*shape, 24, 5)
         assert result.output.dtype == torch.float64
@@ -144,7 +131,7 @@ def test_runs_at_defaults_on_every_batch_shape(name: str) -> None:
         outputs[shape] = result.output
     if not spec.randomized:
         # deterministic methods treat batch elements independently
-        q, k, v = small_inputs((2, 3))
+        q, k, v = random_qkv((2, 3), **SMALL)
         batched = core.approximate(name, q, k, v).output
         for i in range(2):
             for h in range(3):

@@ -90,19 +90,8 @@ def test_scrubber_fig_has_one_frame_per_temperature_and_a_slider_on_the_grid(hea
     assert tau_grid(0.01, [0.01, 0.02, 0.05, 0.1, 0.2], half_width=1) == [0.01, 0.02, 0.05]  # clamps at the edge
 
 
-def test_compare_page_draws_the_scrubber_on_request() -> None:
-    import sys
-    from pathlib import Path
-
-    from streamlit.testing.v1 import AppTest
-
-    root = Path(__file__).resolve().parents[1]
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    at = AppTest.from_file(str(root / "app.py"), default_timeout=240)
-    at.switch_page("pages/1_Compare.py")
-    at.query_params.update({"n": "128", "scrub": "1", "methods": ["lsh", "performer"]})
-    at.run()
+def test_compare_page_draws_the_scrubber_on_request(open_compare) -> None:
+    at = open_compare(n="128", scrub="1", methods=["lsh", "performer"])
     assert not at.exception, [e.value for e in at.exception]
     caption = [c.value for c in at.caption if "temperatures from" in c.value]
     assert caption and "MB of numbers sent once" in caption[0]
@@ -153,16 +142,8 @@ def test_split_scrubber_figure_moves_every_map_and_both_markers(head) -> None:  
     assert views.payload_bytes() < 200_000
 
 
-def test_sparse_plus_low_rank_page_draws_the_split_scrubber() -> None:
-    from pathlib import Path
-
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=300)
-    at.switch_page("pages/2_Sparse_plus_low_rank.py")
-    for key, value in {"n": "128", "scrub": "true", "scrub_px": "32"}.items():
-        at.query_params[key] = value
-    at.run()
+def test_sparse_plus_low_rank_page_draws_the_split_scrubber(open_page) -> None:
+    at = open_page("pages/2_Sparse_plus_low_rank.py", timeout=300, n="128", scrub="true", scrub_px="32")
     assert not at.exception, [e.value for e in at.exception]
     assert any("13 temperatures from" in c.value and "maps 32 × 32" in c.value for c in at.caption)
 

@@ -7,21 +7,15 @@ the middle -> sparse + low rank wins. A change of defaults that breaks a story f
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-import core  # noqa: E402
-from core import compare, registry, sweeps  # noqa: E402
-from ui.presets import COMPARE_METHODS, EVE_METHODS, EVE_POINTS, EVE_TAUS, PRESETS  # noqa: E402
-from ui.sidebar import DEFAULTS, REAL_DEFAULTS  # noqa: E402
+import core
+from core import compare, registry, sweeps
+from ui.presets import COMPARE_METHODS, EVE_METHODS, EVE_POINTS, EVE_TAUS, PRESETS
+from ui.sidebar import DEFAULTS, REAL_DEFAULTS
 
 
 def settings(query: dict[str, list[str]]) -> dict[str, Any]:

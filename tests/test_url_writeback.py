@@ -6,26 +6,7 @@ what the app sends: ``AppTest.query_params`` is the query string the script left
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-from streamlit.testing.v1 import AppTest
-
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from ui.sidebar import MAX_DENSE_ELEMENTS, MAX_HEADS, max_heads  # noqa: E402
-
-TIMEOUT = 240
-
-
-def run_compare(**params: str | list[str]) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
-    at.switch_page("pages/1_Compare.py")
-    for key, value in params.items():
-        at.query_params[key] = value
-    return at.run()
+from ui.sidebar import MAX_DENSE_ELEMENTS, MAX_HEADS, max_heads
 
 
 def test_max_heads_keeps_every_head_within_the_dense_budget() -> None:
@@ -37,8 +18,8 @@ def test_max_heads_keeps_every_head_within_the_dense_budget() -> None:
         assert max_heads(n) * n * n <= MAX_DENSE_ELEMENTS or max_heads(n) == 1
 
 
-def test_clamped_and_snapped_values_are_written_back_and_survive_a_later_change() -> None:
-    at = run_compare(n="5000", tau="0.13", heads="16", methods="lsh")
+def test_clamped_and_snapped_values_are_written_back_and_survive_a_later_change(open_compare) -> None:
+    at = open_compare(n="5000", tau="0.13", heads="16", methods="lsh")
     assert not at.exception, [e.value for e in at.exception]
     assert at.query_params.get("n") == "4096"
     assert at.query_params.get("tau") == "0.15"
@@ -56,13 +37,13 @@ def test_clamped_and_snapped_values_are_written_back_and_survive_a_later_change(
     assert {m.label: m.value for m in at.metric} == first
 
     # The URL the app left reproduces the same settings and numbers without any notice.
-    again = run_compare(**at.query_params)
+    again = open_compare(**at.query_params)
     assert again.slider(key="n").value == 4096 and again.select_slider(key="tau").value == 0.15
     assert {m.label: m.value for m in again.metric} == first
     assert not any("adjusted" in w.value for w in again.warning)
 
 
-def test_heads_above_the_slider_are_clamped_in_the_url() -> None:
-    at = run_compare(n="64", heads="40", methods="lsh")
+def test_heads_above_the_slider_are_clamped_in_the_url(open_compare) -> None:
+    at = open_compare(n="64", heads="40", methods="lsh")
     assert at.query_params.get("heads") == str(MAX_HEADS)
     assert at.slider(key="heads").value == MAX_HEADS

@@ -15,15 +15,6 @@ from core.approximators.vcc import analytic_r, cost_model
 from core.errors import ParameterError
 
 
-def rand_qkv(shape: tuple[int, ...], n: int, d: int, seed: int, dv: int | None = None, std: float = 1.0):
-    g = torch.Generator().manual_seed(seed)
-    dv = d if dv is None else dv
-    q = torch.randn(*shape, n, d, generator=g, dtype=torch.float64) * std
-    k = torch.randn(*shape, n, d, generator=g, dtype=torch.float64) * std
-    v = torch.randn(*shape, n, dv, generator=g, dtype=torch.float64)
-    return q, k, v
-
-
 def exact(q, k, v, scale):
     return core.approximate("exact", q, k, v, scale=scale)
 
@@ -67,8 +58,8 @@ def test_registered_with_api_parameter_names() -> None:
     assert spec.family == "compression"
 
 
-def test_output_shape_attention_rows_and_consistency() -> None:
-    q, k, v = rand_qkv((2, 3), 70, 8, seed=1, dv=5)
+def test_output_shape_attention_rows_and_consistency(random_qkv) -> None:
+    q, k, v = random_qkv((2, 3), 70, 8, seed=1, dv=5)
     result = core.approximate("vcc", q, k, v, vip=5, block_size=8, fine_blocks=2, scale=0.7)
     assert result.output.shape == (2, 3, 70, 5)
     attention = result.attention()
@@ -79,14 +70,14 @@ def test_output_shape_attention_rows_and_consistency() -> None:
     assert result.parts["r"].shape == (2, 3)
 
 
-def test_budget_params_and_cost_grow_with_fraction() -> None:
+def test_budget_params_and_cost_grow_with_fraction(random_qkv) -> None:
     n, d = 512, 32
     previous = -1
     for fraction in (0.02, 0.05, 0.1, 0.2, 0.4):
         params = core.budget_params("vcc", n, d, fraction)
         assert params["fine_blocks"] >= previous
         previous = params["fine_blocks"]
-        q, k, v = rand_qkv((), n, d, seed=2)
+        q, k, v = random_qkv((), n, d, seed=2)
         result = core.approximate("vcc", q, k, v, **params)
         # r^2 within the target, and one more refined block would overshoot it (r from the analytic bound,
         # which is exact unless the refined blocks include the padded last one).
@@ -100,8 +91,8 @@ def test_budget_params_and_cost_grow_with_fraction() -> None:
     assert core.budget_params("vcc", n, d, 1.0)["fine_blocks"] == math.ceil((n - 8) / 16)
 
 
-def test_cost_matches_compressed_length_and_beats_exact_at_large_n() -> None:
-    q, k, v = rand_qkv((), 256, 16, seed=3)
+def test_cost_matches_compressed_length_and_beats_exact_at_large_n(random_qkv) -> None:
+    q, k, v = random_qkv((), 256, 16, seed=3)
     result = core.approximate("vcc", q, k, v, vip=16, block_size=16, fine_blocks=3)
     r = 16 + 240 // 16 + 3 * 15
     assert result.info["r"] == r
@@ -124,9 +115,9 @@ def _leaf_counts(nodes: list[vcc_tree.TreeNode]) -> dict[int, int]:
 
 
 @pytest.mark.parametrize("levels", [[0], [1, 1, 1], [1, 2, 1, 2, 1, 0], [1, 2, 4, 8, 16, 32], [1, 1, 2, 3, 5, 8]])
-def test_tree_partition_is_dyadic_and_counts_match_algorithm1(levels: list[int]) -> None:
+def test_tree_partition_is_dyadic_and_counts_match_algorithm1(levels: list[int], random_qkv) -> None:
     n_p, n_c = 4, 64
-    q, k, v = rand_qkv((), n_p + n_c, 8, seed=4)
+    q, k, v = random_qkv((), n_p + n_c, 8, seed=4)
     result = core.approximate("vcc", q, k, v, vip=n_p, mode="tree", level_blocks=levels, scale=0.5)
     blocks = result.parts["partition"][0]
     covered = []
@@ -155,9 +146,9 @@ def test_tree_partition_is_dyadic_and_counts_match_algorithm1(levels: list[int])
 
 
 @pytest.mark.parametrize("k", [2, 4, 8, 16])
-def test_two_level_compressed_length(k: int) -> None:
+def test_two_level_compressed_length(k: int, random_qkv) -> None:
     n_p, n_c = 6, 128
-    q, k_, v = rand_qkv((2,), n_p + n_c, 8, seed=5)
+    q, k_, v = random_qkv((2,), n_p + n_c, 8, seed=5)
     blocks = n_c // k
     for h in (0, 1, blocks // 2, blocks):
         result = core.approximate("vcc", q, k_, v, vip=n_p, block_size=k, fine_blocks=h)
@@ -171,8 +162,8 @@ def test_two_level_compressed_length(k: int) -> None:
 
 
 @pytest.mark.parametrize("mode", ["tree", "two_level"])
-def test_decompression_is_the_pseudo_inverse(mode: str) -> None:
-    q, k, v = rand_qkv((), 100, 8, seed=6)
+def test_decompression_is_the_pseudo_inverse(mode: str, random_qkv) -> None:
+    q, k, v = random_qkv((), 100, 8, seed=6)
     result = core.approximate("vcc", q, k, v, vip=4, mode=mode, block_size=8, fine_blocks=3)
     part = result.parts["compression"][0]
     s_c, lengths = part["S_c"], part["D"]
@@ -184,9 +175,9 @@ def test_decompression_is_the_pseudo_inverse(mode: str) -> None:
     assert bool(((one_hot == 1).sum(1) == 1).all()) and bool(((one_hot != 0).sum(1) == 1).all()), "rows one-hot"
 
 
-def test_prop_6_2_and_error_identity_51() -> None:
+def test_prop_6_2_and_error_identity_51(random_qkv) -> None:
     beta = 0.8
-    q, k, v = rand_qkv((), 72, 6, seed=7)
+    q, k, v = random_qkv((), 72, 6, seed=7)
     result = core.approximate("vcc", q, k, v, vip=8, mode="tree", fine_blocks=3, scale=beta)
     part = result.parts["compression"][0]
     s_c, lengths = part["S_c"], part["D"]
@@ -210,8 +201,8 @@ def test_prop_6_2_and_error_identity_51() -> None:
 
 
 @pytest.mark.parametrize("n", [96, 101])
-def test_full_budget_is_exact(n: int) -> None:
-    q, k, v = rand_qkv((3,), n, 8, seed=8)
+def test_full_budget_is_exact(n: int, random_qkv) -> None:
+    q, k, v = random_qkv((3,), n, 8, seed=8)
     reference = exact(q, k, v, 0.9)
     for params in ({"block_size": 8, "fine_blocks": n}, {"mode": "tree", "fine_blocks": n}, {"block_size": 1}):
         result = core.approximate("vcc", q, k, v, vip=5, scale=0.9, **params)
@@ -220,8 +211,8 @@ def test_full_budget_is_exact(n: int) -> None:
         assert result.info["r_max"] == n
 
 
-def test_no_compressed_tokens_is_exact_in_the_core_and_refused_by_the_api() -> None:
-    q, k, v = rand_qkv((2,), 20, 4, seed=9)
+def test_no_compressed_tokens_is_exact_in_the_core_and_refused_by_the_api(random_qkv) -> None:
+    q, k, v = random_qkv((2,), 20, 4, seed=9)
     segment = torch.arange(20).expand(2, 20).contiguous()
     scale = torch.full((2, 1, 1), 0.6, dtype=torch.float64)
     compressed = vcc_tree.compressed_attention(q, k, v, segment, 20, scale)
@@ -230,8 +221,8 @@ def test_no_compressed_tokens_is_exact_in_the_core_and_refused_by_the_api() -> N
         core.approximate("vcc", q, k, v, vip_indices=list(range(20)))
 
 
-def test_vip_to_vip_part_is_never_approximated() -> None:
-    q, k, v = rand_qkv((), 80, 8, seed=10)
+def test_vip_to_vip_part_is_never_approximated(random_qkv) -> None:
+    q, k, v = random_qkv((), 80, 8, seed=10)
     vip = [3, 17, 40, 41, 79]
     result = core.approximate("vcc", q, k, v, vip_indices=vip, fine_blocks=1, block_size=8, scale=1.3)
     approx = result.attention()[vip][:, vip]
@@ -242,9 +233,9 @@ def test_vip_to_vip_part_is_never_approximated() -> None:
 
 
 @pytest.mark.parametrize("mode", ["two_level", "tree"])
-def test_identical_tokens_in_every_block_give_zero_error_at_any_budget(mode: str) -> None:
+def test_identical_tokens_in_every_block_give_zero_error_at_any_budget(mode: str, random_qkv) -> None:
     n_p, n_c, k = 4, 128, 8
-    q, key, v = rand_qkv((2,), n_p + n_c, 8, seed=11)
+    q, key, v = random_qkv((2,), n_p + n_c, 8, seed=11)
     base = torch.arange(n_c) // k  # tokens of one k-block are identical
     for t in (q, key, v):
         t[..., n_p:, :] = t[..., n_p:, :][..., base * k, :]
@@ -266,8 +257,8 @@ def test_identical_tokens_in_every_block_give_zero_error_at_any_budget(mode: str
 
 
 @pytest.mark.parametrize("mode", ["two_level", "tree"])
-def test_zero_temperature_exact_with_d_and_wrong_without(mode: str) -> None:
-    q, k, v = rand_qkv((2,), 90, 8, seed=12)
+def test_zero_temperature_exact_with_d_and_wrong_without(mode: str, random_qkv) -> None:
+    q, k, v = random_qkv((2,), 90, 8, seed=12)
     reference = exact(q, k, v, 0.0)
     torch.testing.assert_close(reference.output, v.mean(-2, keepdim=True).expand_as(v), atol=1e-12, rtol=0)
     with_d = core.approximate("vcc", q, k, v, vip=6, mode=mode, block_size=8, fine_blocks=2, scale=0.0)
@@ -281,9 +272,9 @@ def test_zero_temperature_exact_with_d_and_wrong_without(mode: str) -> None:
 # ----------------------------------------------------------------------------- softmax mass (HARD 11)
 
 
-def test_normaliser_lower_bound_and_monotone_under_splitting() -> None:
+def test_normaliser_lower_bound_and_monotone_under_splitting(random_qkv) -> None:
     beta = 1.1
-    q, k, v = rand_qkv((), 4 + 64, 8, seed=13)
+    q, k, v = random_qkv((), 4 + 64, 8, seed=13)
     log_z = torch.logsumexp(beta * q[:4] @ k.T, dim=-1)
     for h in (0, 1, 3, 64):
         result = core.approximate("vcc", q, k, v, vip=4, mode="tree", fine_blocks=h, scale=beta)
@@ -314,9 +305,9 @@ def test_normaliser_lower_bound_and_monotone_under_splitting() -> None:
 
 
 @pytest.mark.parametrize(("mode", "n_c"), [("tree", 64), ("tree", 50), ("two_level", 64), ("two_level", 61)])
-def test_storage_tree_round_trip_and_one_layer_update(mode: str, n_c: int) -> None:
+def test_storage_tree_round_trip_and_one_layer_update(mode: str, n_c: int, random_qkv) -> None:
     n_p = 4
-    q, k, v = rand_qkv((), n_p + n_c, 8, seed=14, dv=3)
+    q, k, v = random_qkv((), n_p + n_c, 8, seed=14, dv=3)
     result = core.approximate("vcc", q, k, v, vip=n_p, mode=mode, block_size=8, fine_blocks=3, scale=1.0)
     tree = result.parts["storage_tree"][0]
     hierarchy = tree.hierarchy
@@ -356,10 +347,10 @@ def test_storage_tree_round_trip_and_one_layer_update(mode: str, n_c: int) -> No
 # ----------------------------------------------------------------------------- two-level error (HARD 13)
 
 
-def test_two_level_unnormalised_error_non_increasing_in_h() -> None:
+def test_two_level_unnormalised_error_non_increasing_in_h(random_qkv) -> None:
     beta, n_p, k = 1.0, 8, 8
     for seed in range(3):
-        q, key, v = rand_qkv((), n_p + 128, 8, seed=100 + seed)
+        q, key, v = random_qkv((), n_p + 128, 8, seed=100 + seed)
         target = torch.exp(beta * q[:n_p] @ key[n_p:].T)
         errors = []
         for h in range(0, 17):
@@ -375,9 +366,9 @@ def test_two_level_unnormalised_error_non_increasing_in_h() -> None:
 # ----------------------------------------------------------------------------- padding, VIP positions, batches
 
 
-def test_padding_is_reported_and_never_changes_real_tokens() -> None:
+def test_padding_is_reported_and_never_changes_real_tokens(random_qkv) -> None:
     n_p, n_c, k = 3, 61, 8  # 61 = 7 * 8 + 5: the last block holds 5 real tokens and 3 padding slots
-    q, key, v = rand_qkv((), n_p + n_c, 8, seed=15)
+    q, key, v = random_qkv((), n_p + n_c, 8, seed=15)
     for mode in ("two_level", "tree"):
         for h in (0, 2, 8):
             result = core.approximate("vcc", q, key, v, vip=n_p, mode=mode, block_size=k, fine_blocks=h, scale=1.2)
@@ -399,8 +390,8 @@ def test_padding_is_reported_and_never_changes_real_tokens() -> None:
             torch.testing.assert_close(result.output, reference, atol=1e-12, rtol=0)
 
 
-def test_vip_indices_equal_vip_first_after_permuting() -> None:
-    q, k, v = rand_qkv((2,), 60, 8, seed=16)
+def test_vip_indices_equal_vip_first_after_permuting(random_qkv) -> None:
+    q, k, v = random_qkv((2,), 60, 8, seed=16)
     vip = [50, 3, 22, 9]
     order = sorted(vip) + [i for i in range(60) if i not in vip]
     for mode in ("two_level", "tree"):
@@ -416,8 +407,8 @@ def test_vip_indices_equal_vip_first_after_permuting() -> None:
     )
 
 
-def test_selection_is_per_slice_unless_heads_share_it() -> None:
-    q, k, v = rand_qkv((2, 3), 64, 8, seed=17)
+def test_selection_is_per_slice_unless_heads_share_it(random_qkv) -> None:
+    q, k, v = random_qkv((2, 3), 64, 8, seed=17)
     batched = core.approximate("vcc", q, k, v, vip=4, block_size=4, fine_blocks=3, scale=2.0)
     for i in range(2):
         for j in range(3):
@@ -441,8 +432,8 @@ def test_selection_is_per_slice_unless_heads_share_it() -> None:
     assert shared.info["selection_shared_over"] == 3
 
 
-def test_tensor_scale_runs_each_temperature_separately() -> None:
-    q, k, v = rand_qkv((), 48, 8, seed=18)
+def test_tensor_scale_runs_each_temperature_separately(random_qkv) -> None:
+    q, k, v = random_qkv((), 48, 8, seed=18)
     betas = torch.tensor([0.0, 0.5, 2.0], dtype=torch.float64)
     stacked = [t.expand(3, *t.shape) for t in (q, k, v)]
     result = core.approximate("vcc", *stacked, vip=4, block_size=4, fine_blocks=2, scale=betas)
@@ -454,8 +445,8 @@ def test_tensor_scale_runs_each_temperature_separately() -> None:
 # ----------------------------------------------------------------------------- selectors
 
 
-def test_selectors_rank_as_documented() -> None:
-    q, k, v = rand_qkv((), 4 + 128, 8, seed=19)
+def test_selectors_rank_as_documented(random_qkv) -> None:
+    q, k, v = random_qkv((), 4 + 128, 8, seed=19)
     beta = 1.5
     top = core.approximate("vcc", q, k, v, vip=4, block_size=8, fine_blocks=4, selector="score", scale=beta)
     low = core.approximate("vcc", q, k, v, vip=4, block_size=8, fine_blocks=4, selector="bottom", scale=beta)
@@ -482,8 +473,8 @@ def test_selectors_rank_as_documented() -> None:
 # ----------------------------------------------------------------------------- bad input
 
 
-def test_bad_input_gives_clear_errors_and_budget_clamps() -> None:
-    q, k, v = rand_qkv((), 40, 4, seed=20)
+def test_bad_input_gives_clear_errors_and_budget_clamps(random_qkv) -> None:
+    q, k, v = random_qkv((), 40, 4, seed=20)
     with pytest.raises(ParameterError, match=r"vcc\.vip_indices.*\[0, 39\]"):
         core.approximate("vcc", q, k, v, vip_indices=[1, 40])
     with pytest.raises(ParameterError, match=r"vcc\.vip_indices.*repeated: \[3\]"):
@@ -539,8 +530,8 @@ def test_stat_over_50_seeds_on_clustered_input() -> None:
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_cuda_matches_cpu() -> None:
-    q, k, v = rand_qkv((2,), 96, 8, seed=21)
+def test_cuda_matches_cpu(random_qkv) -> None:
+    q, k, v = random_qkv((2,), 96, 8, seed=21)
     cpu = core.approximate("vcc", q, k, v, vip=4, block_size=8, fine_blocks=3, selector="random", seed=5)
     gpu = core.approximate(
         "vcc", q.cuda(), k.cuda(), v.cuda(), vip=4, block_size=8, fine_blocks=3, selector="random", seed=5

@@ -16,7 +16,7 @@ import pytest
 
 from benchmarks.load import _run_async
 from deploy import processes, warmup
-from ui import lessons, result_cache
+from ui import lessons, page_registry, result_cache
 from ui.presets import PRESETS
 
 # A link whose work starts on a button ("Measure the claims", estimated over 3 s): two papers, no real heads.
@@ -33,7 +33,7 @@ def _in_thread(function: Any, *args: Any) -> Any:
 def test_links_cover_every_page_preset_and_lesson_step() -> None:
     paths = warmup.links()
     assert len(paths) == len(set(paths))
-    for page in lessons.page_paths():
+    for page in page_registry.url_paths():
         assert page in paths
     for preset in PRESETS:
         assert (f"{preset.page}?{preset.query}" if preset.query else preset.page) in paths
@@ -41,7 +41,7 @@ def test_links_cover_every_page_preset_and_lesson_step() -> None:
         for index in range(len(lesson.steps)):
             assert lesson.step_url(index).removeprefix("./") in paths
     # The pages' default links come first: they are what most visitors open.
-    assert paths[: len(lessons.page_paths())] == list(lessons.page_paths())
+    assert paths[: len(page_registry.url_paths())] == list(page_registry.url_paths())
 
 
 async def _caption_of(stream_url: str, path: str) -> list[str]:

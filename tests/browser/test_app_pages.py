@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from .helpers import PLOTLY_CHART, REPO_ROOT, save_screenshot, share_link, streamlit_server, wait_for_app
+from ui import page_registry
+
+from .helpers import PLOTLY_CHART, save_screenshot, share_link, streamlit_server, wait_for_app
 
 MY_PAGES = {
     "Compare": "n=64&heads=2&methods=performer&methods=lsh&methods=scatterbrain",
@@ -33,7 +35,7 @@ OWN_SIDEBAR = {"Rank_vs_heads": "steps=20", "Scaling": "heads=2", "Paper_claims"
 
 def url_paths() -> list[str]:
     """URL path of every file in pages/ (Streamlit strips the number prefix)."""
-    return [re.sub(r"^\d+_", "", p.stem) for p in sorted((REPO_ROOT / "pages").glob("*.py"))]
+    return [p.url_path for p in page_registry.PAGES]
 
 
 def params_of(url: str) -> dict[str, list[str]]:
