@@ -35,26 +35,6 @@ BUDGET_OPTIONS = (1 / 64, 1 / 32, 1 / 16, 1 / 8, 1 / 4, 1 / 2)
 DEVICES = ("auto", "cpu", "cuda")
 REAL_LAYERS, REAL_HEADS, REAL_D = 6, 12, 32
 
-# The one set of defaults every page starts from (a page may override some with ``sidebar(defaults=...)``).
-# Chosen so that the default views show what the pages say (tests/test_teaching_defaults.py pins them): with
-# 32 tight clusters (σ = 0.1, as in the Scatterbrain paper's Process 1 experiments) at n = 512 and a 1/8
-# budget, τ = 0.05 is won by sparse (LSH), τ = 0.2 by sparse + low rank (Scatterbrain), τ = 1 by low rank.
-DEFAULTS: dict[str, Any] = {
-    "input": "clustered",
-    "n": 512,
-    "d": 64,
-    "heads": 4,
-    "tau": 0.2,
-    "spread": 0.1,
-    "clusters": 32,
-    "seed": 0,
-    "device": "auto",
-    "budget": 1 / 8,
-    "layer": 0,
-    "head": 0,
-    # Display only: clustered input is drawn in cluster order, so the clusters show as blocks at first glance.
-    "sort_clusters": True,
-}
 # The real model: τ = 1 is the model's own attention (q is pre-scaled), and its short texts (n = 51 tokens for
 # the default one) leave a 1/8 budget only about 3 random features per method; 1/2 is the largest budget.
 # Applied when the input is the real model, unless the page overrides the key or the link sets it.
@@ -70,6 +50,40 @@ _SOURCE_KEY = "_ui_previous_source"
 def max_heads(n: int) -> int:
     """The most heads of n x n attention the dense views may hold (heads * n^2 <= MAX_DENSE_ELEMENTS)."""
     return max(1, min(MAX_HEADS, MAX_DENSE_ELEMENTS // (n * n)))
+
+
+# The shared input fields, declared once: their kinds, ranges and defaults. The sidebar draws its controls with
+# these ranges (a page may narrow one, e.g. n up to 1024), the URL parser checks a link's values against them, and
+# DEFAULTS comes from them. Bounds that depend on the input take (n, d). Defaults chosen so that the default views
+# show what the pages say (tests/test_teaching_defaults.py pins them): with 32 tight clusters (σ = 0.1, as in the
+# Scatterbrain paper's Process 1 experiments) at n = 512 and a 1/8 budget, τ = 0.05 is won by sparse (LSH),
+# τ = 0.2 by sparse + low rank (Scatterbrain), τ = 1 by low rank.
+SHARED_FIELDS: dict[str, core.ParamSpec] = {
+    spec.name: spec
+    for spec in (
+        core.ParamSpec("input", "choice", "clustered", "What q, k, v come from.", choices=SOURCES),
+        core.ParamSpec("n", "int", 512, "Tokens (rows of the attention matrix).", low=16, high=MAX_N),
+        core.ParamSpec("d", "int", 64, "Head dimension.", low=2, high=256),
+        core.ParamSpec("heads", "int", 4, "Independent draws of q, k, v.", low=1, high=lambda n, d: max_heads(n)),
+        core.ParamSpec("tau", "float", 0.2, "Temperature: logits = q·k / τ.", grid=tuple(TAU_OPTIONS), log=True),
+        core.ParamSpec("spread", "float", 0.1, "Cluster spread σ.", low=0.0, high=2.0),
+        core.ParamSpec("clusters", "int", 32, "Cluster centres.", low=1, high=lambda n, d: min(n, 256)),
+        core.ParamSpec("seed", "int", 0, "Every random draw.", low=0, high=2**31 - 1),
+        core.ParamSpec("device", "choice", "auto", "Where the engine runs.", choices=DEVICES),
+        core.ParamSpec("budget", "float", 1 / 8, "Memory budget.", grid=BUDGET_OPTIONS, log=True),
+        core.ParamSpec("layer", "int", 0, "The real model's layer.", low=0, high=REAL_LAYERS - 1),
+        core.ParamSpec("head", "int", 0, "The head shown.", low=0, high=MAX_HEADS - 1),
+        # Display only: clustered input is drawn in cluster order, so the clusters show as blocks at first glance.
+        core.ParamSpec("sort_clusters", "bool", True, "Draw positions sorted by cluster."),
+    )
+}
+# The one set of defaults every page starts from (a page may override some with ``sidebar(defaults=...)``).
+DEFAULTS: dict[str, Any] = {name: spec.default for name, spec in SHARED_FIELDS.items()}
+
+
+def field_range(name: str, n: int = 0, d: int = 0) -> tuple[Any, Any]:
+    """The allowed (low, high) of a shared field at input size (n, d)."""
+    return SHARED_FIELDS[name].bounds(n, d)
 
 
 def fmt_fraction(x: float) -> str:
@@ -289,7 +303,7 @@ def device_control(where: Any, default: str = "auto") -> tuple[str, torch.device
     device = widgets.choice(
         "Device",
         "device",
-        list(DEVICES),
+        list(SHARED_FIELDS["device"].choices),
         default,
         where=where,
         help="auto picks CUDA when present. Available here: " + ", ".join(core_device.available_devices()),
@@ -346,8 +360,7 @@ def sidebar(
         layer = widgets.int_slider(
             "Layer",
             "layer",
-            0,
-            REAL_LAYERS - 1,
+            *field_range("layer"),
             base["layer"],
             where=bar,
             help="MiniLM has 6 layers of 12 heads, head dimension 32.",
@@ -366,18 +379,18 @@ def sidebar(
         n = widgets.int_slider(
             "Sequence length n",
             "n",
-            16,
-            max_n,
+            field_range("n")[0],
+            min(max_n, field_range("n")[1]),
             min(base["n"], max_n),
             step=16,
             where=bar,
             help=f"Tokens (rows of the attention matrix). At most {max_n} here, because the views "
             "draw the full n × n matrix.",
         )
-        d = widgets.int_slider("Head dimension d", "d", 2, 256, base["d"], where=bar)
+        d = widgets.int_slider("Head dimension d", "d", *field_range("d"), base["d"], where=bar)
         # The memory cap is the slider's maximum, so a link asking for more is clamped like any other
         # out-of-range value: with a notice, and the clamped value written back to the address bar.
-        heads_max = max_heads(n)
+        heads_max = field_range("heads", n)[1]
         heads = (
             min(base["heads"], heads_max)
             if not show_heads
@@ -402,8 +415,7 @@ def sidebar(
             clusters = widgets.int_slider(
                 "Clusters",
                 "clusters",
-                1,
-                min(n, 256),
+                *field_range("clusters", n),
                 min(base["clusters"], n),
                 where=bar,
                 help="Number of cluster centres (equal sizes; members at random positions).",
@@ -411,8 +423,7 @@ def sidebar(
             spread = widgets.float_slider(
                 "Cluster spread σ",
                 "spread",
-                0.0,
-                2.0,
+                *field_range("spread"),
                 base["spread"],
                 step=0.05,
                 where=bar,
@@ -432,7 +443,7 @@ def sidebar(
     tau = widgets.log_slider(
         "Temperature τ",
         "tau",
-        TAU_OPTIONS,
+        list(SHARED_FIELDS["tau"].grid),
         base["tau"],
         fmt=fmt_tau,
         where=bar,
@@ -446,8 +457,7 @@ def sidebar(
     seed = widgets.int_input(
         "Seed",
         "seed",
-        0,
-        2**31 - 1,
+        *field_range("seed"),
         base["seed"],
         where=bar,
         help="Every random draw (data, features, hashes) comes from this seed.",
@@ -459,7 +469,7 @@ def sidebar(
         fraction = widgets.log_slider(
             "Memory budget (fraction of full attention)",
             "budget",
-            BUDGET_OPTIONS,
+            SHARED_FIELDS["budget"].grid,
             base["budget"],
             fmt=fmt_fraction,
             where=bar,
