@@ -39,19 +39,18 @@ top = st.columns([1, 3])
 clicked = top[0].button(
     "Measure",
     type="primary",
-    disabled=not c.methods,
+    disabled=not c.run.methods,
     help="Runs every chosen method at every size, within the limits in the sidebar.",
 )
 top[1].caption(
-    f"{len(c.methods)} method(s) × {len(c.sizes)} size(s) on {core_device.describe(c.device)}, "
-    f"{c.heads} head(s), d = {c.d}, {c.row_budget} stored scores per query. The run stops before the limits."
+    f"{len(c.run.methods)} method(s) × {len(c.run.sizes)} size(s) on {core_device.describe(c.device)}, "
+    f"{c.run.heads} head(s), d = {c.run.d}, {c.run.row_budget} stored scores per query. "
+    "The run stops before the limits."
 )
 store = st.session_state.setdefault("scaling_runs", {})
 if clicked:
     # One measurement per settings and server, shared by every session; it runs in a compute slot, alone.
-    store[c.run.cache_key()] = ui.views.run(
-        c.run, float(c.total_limit), title="Measuring (time is bounded by the limits)"
-    )
+    store[c.run.cache_key()] = ui.views.run(c.run, c.run.total_limit, title="Measuring (time is bounded by the limits)")
 # A measurement of these settings that any session (or the server's warm-up) made is in the shared cache.
 points = store.get(c.run.cache_key()) or ui.views.lookup(c.run)
 
@@ -78,10 +77,10 @@ if points:
     panels.draw_stops(points)
 
 gemm = gemm_gflops(c.device.type) if points else math.nan
-series = scaling_tables.measured_series(points or [], c.methods, gemm * 1e9)
+series = scaling_tables.measured_series(points or [], c.run.methods, gemm * 1e9)
 for label in shown_files:
-    series += scaling_tables.committed_series(committed[label], c.methods)
-colours = {m: ui.method_colour(i) for i, m in enumerate(c.methods)}
+    series += scaling_tables.committed_series(committed[label], c.run.methods)
+colours = {m: ui.method_colour(i) for i, m in enumerate(c.run.methods)}
 if points or shown_files:
     time_fig, memory_fig = scaling_figs.time_figure(series, colours), scaling_figs.memory_figure(series, colours)
     panels.draw_charts(time_fig, memory_fig, frame, gemm if points else None)

@@ -11,6 +11,7 @@ work, computed at once) or ``lookup`` / ``is_cached``. This module imports no St
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
@@ -59,7 +60,7 @@ def _key_value(value: Any) -> Any:
 
 
 @dataclasses.dataclass(frozen=True)
-class View:
+class View(abc.ABC):
     """Base of every view: a frozen dataclass with a unique ``cache_name`` and a ``compute(report)``."""
 
     cache_name: ClassVar[str] = ""
@@ -85,8 +86,9 @@ class View:
         """The shared cache's key of this view's result (it also names the job that computes it)."""
         return result_cache.make_key(self.cache_name, self.key())
 
+    @abc.abstractmethod
     def compute(self, report: Callable[..., None] | None = None) -> Any:
-        raise NotImplementedError(type(self).__name__)
+        """The result, from this view's fields alone; ``report(fraction, label)`` takes progress when given."""
 
     def replace(self, **changes: Any) -> Any:
         return dataclasses.replace(self, **changes)

@@ -20,36 +20,10 @@ FAMILIES = ("sparse", "low-rank", "sparse+low-rank", "compression")
 
 @dataclass(frozen=True)
 class ScalingControls:
-    """The chosen run and its limits, as the sidebar returns them."""
+    """The chosen measurement (one per settings and server, shared by every session) and the device it runs on."""
 
-    methods: list[str]  # exact first when included
-    sizes: list[int]
-    heads: int
-    d: int
-    row_budget: int
-    tau: float
-    seed: int
+    run: ScalingRun
     device: torch.device
-    point_limit: float  # seconds
-    total_limit: float  # seconds
-    memory_limit: float  # MiB
-
-    @property
-    def run(self) -> ScalingRun:
-        """The measurement these settings ask for: one per settings and server, shared by every session."""
-        return ScalingRun(
-            methods=tuple(self.methods),
-            sizes=tuple(int(n) for n in self.sizes),
-            heads=int(self.heads),
-            d=int(self.d),
-            row_budget=int(self.row_budget),
-            tau=float(self.tau),
-            seed=int(self.seed),
-            device=self.device.type,
-            point_limit=float(self.point_limit),
-            total_limit=float(self.total_limit),
-            memory_limit=float(self.memory_limit),
-        )
 
 
 def scaling_controls() -> ScalingControls:
@@ -112,16 +86,17 @@ def scaling_controls() -> ScalingControls:
     )
     for text in notices:
         ui.notice(text)
-    return ScalingControls(
-        methods=(["exact"] if with_exact else []) + list(methods),
-        sizes=[n for n in SIZES if n_low <= n <= n_high],
-        heads=heads,
-        d=d,
-        row_budget=row_budget,
-        tau=tau,
-        seed=seed,
-        device=device,
-        point_limit=point_limit,
-        total_limit=total_limit,
-        memory_limit=memory_limit,
+    run = ScalingRun(
+        methods=tuple((["exact"] if with_exact else []) + list(methods)),
+        sizes=tuple(n for n in SIZES if n_low <= n <= n_high),
+        heads=int(heads),
+        d=int(d),
+        row_budget=int(row_budget),
+        tau=float(tau),
+        seed=int(seed),
+        device=device.type,
+        point_limit=float(point_limit),
+        total_limit=float(total_limit),
+        memory_limit=float(memory_limit),
     )
+    return ScalingControls(run, device)
