@@ -77,6 +77,12 @@ class AttentionInputs:
     def dtype(self) -> torch.dtype:
         return self.q.dtype
 
+    @property
+    def statistics_dtype(self) -> torch.dtype:
+        """float32 for half-precision inputs (a half-native method's softmax statistics, hashes and draws), else
+        the inputs' own dtype."""
+        return at_least_float32(self.dtype)
+
     def generator(self, stream: int = 0) -> torch.Generator:
         """A CPU generator for one independent random stream of this call.
 
@@ -85,20 +91,22 @@ class AttentionInputs:
         return torch.Generator().manual_seed(_mix_seed(self.seed, stream))
 
     def randn(self, *shape: int, stream: int = 0) -> torch.Tensor:
-        draw = torch.randn(*shape, generator=self.generator(stream), dtype=torch.float64)
-        return draw.to(device=self.device, dtype=self.dtype)
+        draw = torch.randn(*shape, generator=self.generator(stream), dtype=torch.float64, device="cpu")
+        return draw.to(device=self.device, dtype=self.statistics_dtype)
 
     def logits(self) -> torch.Tensor:
         """Dense scale * q k^T, (B, n, n). Only for dense views and oracles.
 
         When the batch repeats one q and k (``repeats``, a temperature sweep), q k^T is formed once and scaled for
-        each copy: the same numbers, without a matrix product per temperature."""
+        each copy: the same numbers, without a matrix product per temperature. Half-precision inputs give float32
+        scores, so the dense views' softmax statistics are float32."""
+        q, k = self.q.to(self.statistics_dtype), self.k.to(self.statistics_dtype)
         if self.repeats > 1:
             rows = self.batch // self.repeats
-            product = self.q[:rows] @ self.k[:rows].transpose(-1, -2)
+            product = q[:rows] @ k[:rows].transpose(-1, -2)
             scale = self.scale.reshape(self.repeats, rows, 1, 1)
             return (scale * product).reshape(self.batch, self.n, self.n)
-        return self.scale * (self.q @ self.k.transpose(-1, -2))
+        return self.scale * (q @ k.transpose(-1, -2))
 
     def exact_attention(self) -> torch.Tensor:
         return torch.softmax(self.logits(), dim=-1)
@@ -218,6 +226,32 @@ def _prod(shape: tuple[int, ...]) -> int:
 
 _FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 HALF_DTYPES = (torch.float16, torch.bfloat16)
+# The unit roundoff of each half precision: bfloat16 keeps 8 significant bits, float16 11.
+UNIT_ROUNDOFF = {torch.bfloat16: 2.0**-8, torch.float16: 2.0**-11}
+# A half-native method's stated error in half precision, in units of the dtype's unit roundoff u: the relative output
+# error of the half call against the float32 call on the same rounded values (clustered input, n = 256, budget 1/4,
+# scale 3; tests/test_precision.py). Rounding the float32 output once costs about 0.45 u. Each factor is 1.5 times
+# the largest error measured on five such inputs (data seeds 0-4) in bfloat16 and float16, rounded up to a half;
+# benchmarks/precision.py measures the same at n = 1024.
+HALF_ERROR_FACTOR: dict[str, float] = {
+    "exact": 1.0,  # 0.62 u: float32 scores and statistics; the probabilities are rounded before P V
+    "linformer": 4.0,  # 2.56 u
+    "local": 1.0,  # 0.58 u
+    "lsh": 3.5,  # 2.31 u
+    "nystrom": 3.0,  # 1.67 u
+    "performer": 1.5,  # 0.78 u
+    "scatterbrain": 4.0,  # 2.61 u
+}
+
+
+def at_least_float32(dtype: torch.dtype) -> torch.dtype:
+    """float32 for a half precision, else ``dtype``: where statistics and references of half inputs are computed."""
+    return torch.float32 if dtype in HALF_DTYPES else dtype
+
+
+def half_error_bound(method: str, dtype: torch.dtype) -> float:
+    """The largest relative output error a half-native ``method`` may show in ``dtype`` (see HALF_ERROR_FACTOR)."""
+    return HALF_ERROR_FACTOR[method] * UNIT_ROUNDOFF[dtype]
 
 
 def _as_tensor(x: Any, name: str) -> torch.Tensor:
@@ -236,8 +270,12 @@ def _as_tensor(x: Any, name: str) -> torch.Tensor:
     return x
 
 
-def prepare_inputs(q: Any, k: Any, v: Any, scale: Any, seed: Any) -> AttentionInputs:
-    """Check shapes, values, scale and seed; flatten the leading dimensions."""
+def prepare_inputs(q: Any, k: Any, v: Any, scale: Any, seed: Any, *, keep_half: bool = False) -> AttentionInputs:
+    """Check shapes, values, scale and seed; flatten the leading dimensions.
+
+    Half-precision inputs are upcast to float32 unless ``keep_half`` (a method whose efficient path is safe in
+    half precision: ``MethodSpec.half_native``). The scale is float32 then, for the method's float32 statistics.
+    """
     q, k, v = _as_tensor(q, "q"), _as_tensor(k, "k"), _as_tensor(v, "v")
     if q.shape[-1] != k.shape[-1]:
         raise ParameterError("k", f"must have the same last dimension d as q ({q.shape[-1]}), got {k.shape[-1]}")
@@ -268,11 +306,12 @@ def prepare_inputs(q: Any, k: Any, v: Any, scale: Any, seed: Any) -> AttentionIn
     batch = _prod(batch_shape)
     # A leading dimension of stride 0 in both q and k (torch.expand) holds the same q and k in every slice.
     repeats = int(q.shape[0]) if q.dim() > 2 and q.stride(0) == 0 and k.stride(0) == 0 else 1
-    if q.dtype in HALF_DTYPES:
+    if q.dtype in HALF_DTYPES and not keep_half:
         # Half precision is computed in float32 (hashes, SVDs, pseudo-inverses and exp need the range and
         # digits), so the result is the float32 result on the same values; approximate() casts it back.
         q, k, v = q.float(), k.float(), v.float()
-    scale_t = _prepare_scale(scale, d, batch_shape, q)
+    scale_like = q.new_empty(0, dtype=torch.float32) if q.dtype in HALF_DTYPES else q
+    scale_t = _prepare_scale(scale, d, batch_shape, scale_like)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= int(seed) < 2**63:
         raise ParameterError("seed", f"must be an integer in [0, 2^63 - 1], got {seed!r}")
     return AttentionInputs(
@@ -333,7 +372,7 @@ def approximate(
     check()  # every method call is a step of a page's loop: a closed tab stops it between calls
     spec = registry.get(method)
     input_dtype = _as_tensor(q, "q").dtype
-    inputs = prepare_inputs(q, k, v, scale, seed)
+    inputs = prepare_inputs(q, k, v, scale, seed, keep_half=spec.half_native)
     n, d = inputs.n, inputs.d
     if spec.max_n is not None and n > spec.max_n:
         raise ParameterError(
@@ -360,7 +399,8 @@ def approximate(
 
 
 def _cast_result(result: Approximation, dtype: torch.dtype) -> None:
-    """Give a half-precision call its results in its own dtype (they were computed in float32)."""
+    """Give a half-precision call its results in its own dtype (computed in float32, or in part so by a
+    half-native method)."""
 
     def cast(value: Any) -> Any:
         if isinstance(value, torch.Tensor) and value.is_floating_point():

@@ -32,6 +32,11 @@ class Inputs:
     labels: torch.Tensor | None = None  # cluster of each position (clustered input)
     meta: dict[str, Any] = field(default_factory=dict)
 
+    def on_default_device(self) -> Inputs:
+        """Moved to torch's default device (``torch.set_default_device``), where the factories put new tensors."""
+        device = default_device()
+        return self if device.type == "cpu" else self.to(device)
+
     def to(self, device: torch.device | str, dtype: torch.dtype | None = None) -> Inputs:
         def move(t: torch.Tensor) -> torch.Tensor:
             return t.to(device=device, dtype=dtype or t.dtype)
@@ -53,6 +58,11 @@ def _check_float(name: str, value: Any, low: float, high: float) -> float:
     return float(value)
 
 
+def default_device() -> torch.device:
+    """torch's default device for new tensors (``torch.get_default_device`` in newer torch)."""
+    return torch.empty(0).device
+
+
 def _generator(seed: Any) -> torch.Generator:
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
         raise ParameterError("seed", f"must be an integer in [0, 2^63 - 1], got {seed!r}")
@@ -60,7 +70,7 @@ def _generator(seed: Any) -> torch.Generator:
 
 
 def _values(g: torch.Generator, heads: int, n: int, d: int, dtype: torch.dtype) -> torch.Tensor:
-    return torch.randn(heads, n, d, generator=g, dtype=torch.float64).to(dtype)
+    return torch.randn(heads, n, d, generator=g, dtype=torch.float64, device="cpu").to(dtype)
 
 
 def clustered(
@@ -91,12 +101,12 @@ def clustered(
     if not isinstance(order_by_cluster, bool):
         raise ParameterError("order_by_cluster", f"must be True or False, got {order_by_cluster!r}")
     g = _generator(seed)
-    centres = torch.randn(heads, clusters, d, generator=g, dtype=torch.float64) / math.sqrt(d)
-    contiguous = torch.div(torch.arange(n) * clusters, n, rounding_mode="floor")
-    noise = torch.randn(heads, n, d, generator=g, dtype=torch.float64) * (spread / math.sqrt(d))
+    centres = torch.randn(heads, clusters, d, generator=g, dtype=torch.float64, device="cpu") / math.sqrt(d)
+    contiguous = torch.div(torch.arange(n, device="cpu") * clusters, n, rounding_mode="floor")
+    noise = torch.randn(heads, n, d, generator=g, dtype=torch.float64, device="cpu") * (spread / math.sqrt(d))
     v = _values(g, heads, n, d, dtype)
     # Drawn last, so centres, noise and values are the same draws as with contiguous clusters.
-    labels = contiguous[torch.randperm(n, generator=g)]
+    labels = contiguous[torch.randperm(n, generator=g, device="cpu")]
     q = centres[:, labels, :] + noise
     if order_by_cluster:
         order = cluster_order(labels)
@@ -111,7 +121,7 @@ def clustered(
         "seed": seed,
         "order_by_cluster": order_by_cluster,
     }
-    return Inputs(q=q, k=q.clone(), v=v, labels=labels, meta=meta)
+    return Inputs(q=q, k=q.clone(), v=v, labels=labels, meta=meta).on_default_device()
 
 
 def cluster_order(labels: torch.Tensor) -> torch.Tensor:
@@ -126,10 +136,12 @@ def gaussian(n: int, d: int, seed: int = 0, *, heads: int = 1, dtype: torch.dtyp
     heads = _check_int("heads", heads, 1, MAX_HEADS)
     g = _generator(seed)
     std = d**-0.25
-    q = torch.randn(heads, n, d, generator=g, dtype=torch.float64) * std
-    k = torch.randn(heads, n, d, generator=g, dtype=torch.float64) * std
+    q = torch.randn(heads, n, d, generator=g, dtype=torch.float64, device="cpu") * std
+    k = torch.randn(heads, n, d, generator=g, dtype=torch.float64, device="cpu") * std
     v = _values(g, heads, n, d, dtype)
-    return Inputs(q.to(dtype), k.to(dtype), v, meta={"kind": "gaussian", "n": n, "d": d, "seed": seed})
+    return Inputs(
+        q.to(dtype), k.to(dtype), v, meta={"kind": "gaussian", "n": n, "d": d, "seed": seed}
+    ).on_default_device()
 
 
 def sphere(n: int, d: int, seed: int = 0, *, heads: int = 1, dtype: torch.dtype = torch.float32) -> Inputs:
@@ -138,12 +150,14 @@ def sphere(n: int, d: int, seed: int = 0, *, heads: int = 1, dtype: torch.dtype 
     d = _check_int("d", d, 1, MAX_D)
     heads = _check_int("heads", heads, 1, MAX_HEADS)
     g = _generator(seed)
-    q = torch.randn(heads, n, d, generator=g, dtype=torch.float64)
-    k = torch.randn(heads, n, d, generator=g, dtype=torch.float64)
+    q = torch.randn(heads, n, d, generator=g, dtype=torch.float64, device="cpu")
+    k = torch.randn(heads, n, d, generator=g, dtype=torch.float64, device="cpu")
     q = q / q.norm(dim=-1, keepdim=True)
     k = k / k.norm(dim=-1, keepdim=True)
     v = _values(g, heads, n, d, dtype)
-    return Inputs(q.to(dtype), k.to(dtype), v, meta={"kind": "sphere", "n": n, "d": d, "seed": seed})
+    return Inputs(
+        q.to(dtype), k.to(dtype), v, meta={"kind": "sphere", "n": n, "d": d, "seed": seed}
+    ).on_default_device()
 
 
 # ---------------------------------------------------------------- the real model

@@ -70,6 +70,26 @@ def chunk_elements(device: torch.device) -> int:
     return CPU_CHUNK_ELEMENTS if device.type == "cpu" else GPU_CHUNK_ELEMENTS
 
 
+# Row-blocked passes (Performer's features, Nystrom's kernels, VCC's compressed softmax) fill an n x m result block by
+# block of rows, so their temporaries are block-sized and on a CPU each block stays in a core's cache between
+# passes (512 KiB of float32); a GPU takes large blocks, few kernels. Blocks hold a multiple of MIN_BLOCK_ROWS rows
+# and a short remainder joins the last block: a matmul of only a few rows takes another BLAS path whose last bits
+# differ, and with this the blocked results were bit-identical to whole-matrix ones.
+CPU_BLOCK_ENTRIES = 2**17
+GPU_BLOCK_ENTRIES = 2**24
+MIN_BLOCK_ROWS = 16
+
+
+def row_blocks(rows: int, width: int, device: torch.device) -> list[slice]:
+    """Slices that cut ``rows`` rows of ``width`` entries into the blocks of a row-blocked pass on ``device``."""
+    entries = CPU_BLOCK_ENTRIES if device.type == "cpu" else GPU_BLOCK_ENTRIES
+    step = max(1, entries // max(width, 1) // MIN_BLOCK_ROWS) * MIN_BLOCK_ROWS
+    starts = list(range(0, rows, step))
+    if len(starts) > 1 and rows - starts[-1] < MIN_BLOCK_ROWS:
+        starts.pop()
+    return [slice(start, end) for start, end in zip(starts, [*starts[1:], rows][: len(starts)], strict=True)]
+
+
 def synchronize(device: torch.device) -> None:
     """Wait for queued kernels, so wall-clock timings are honest on GPUs."""
     if device.type == "cuda":

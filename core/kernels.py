@@ -318,7 +318,7 @@ def entry_error_by_size(
     exact = approximate("exact", q, k, v, scale=scale).attention().to(torch.float64)
     n = exact.shape[-1]
     size = (exact * n).flatten()
-    edge_t = torch.tensor(list(edges), dtype=torch.float64)
+    edge_t = torch.tensor(list(edges), dtype=torch.float64, device=size.device)
     which = torch.bucketize(size, edge_t, right=True) - 1
     counts = [int((which == b).sum()) for b in range(len(edges) - 1)]
     medians: dict[str, list[float]] = {}
@@ -360,10 +360,12 @@ def trig_nonpositive_fraction(
     count = len(scales)
     q_all = q64.expand(count, *q64.shape)
     k_all = k64.expand(count, *k64.shape)
-    scale_t = torch.tensor(list(scales), dtype=torch.float64).reshape(count, *([1] * len(batch_shape)))
+    scale_t = torch.tensor(list(scales), dtype=torch.float64, device=q.device).reshape(
+        count, *([1] * len(batch_shape))
+    )
     out = torch.zeros(len(features), count, dtype=torch.float64)
     for i, m in enumerate(features):
-        total = torch.zeros(count, dtype=torch.float64)
+        total = torch.zeros(count, dtype=torch.float64, device=q.device)
         for r in range(redraws):
             check()
             inputs = prepare_inputs(q_all, k_all, k_all[..., :1], scale_t, seed + r)
@@ -371,7 +373,7 @@ def trig_nonpositive_fraction(
             _, denominator = linear_attention(phi_q, phi_k, inputs.v)
             nonpositive = (denominator <= 0).to(torch.float64).reshape(count, -1).mean(-1)
             total += nonpositive
-        out[i] = total / redraws
+        out[i] = (total / redraws).cpu()
     return out
 
 

@@ -101,7 +101,7 @@ def sample_points(
     "orthonormal": the first N columns of a Haar-random orthogonal matrix (the paper's D_N); "uniform": i.i.d.
     uniform on the sphere. y is uniform on the sphere and independent of X.
     """
-    gauss = torch.randn(batch, d, n_points, generator=generator, dtype=torch.float64)
+    gauss = torch.randn(batch, d, n_points, generator=generator, dtype=torch.float64, device="cpu")
     if distribution == "orthonormal" and n_points <= 4:
         # Gram-Schmidt of Gaussian columns is the QR with a positive diagonal: the same Haar frame, cheaper.
         columns: list[torch.Tensor] = []
@@ -120,7 +120,7 @@ def sample_points(
     else:
         x = gauss.transpose(1, 2)
         x = x / x.norm(dim=-1, keepdim=True)
-    y = torch.randn(batch, d, generator=generator, dtype=torch.float64)
+    y = torch.randn(batch, d, generator=generator, dtype=torch.float64, device="cpu")
     y = y / y.norm(dim=-1, keepdim=True)
     return x.contiguous(), y
 
@@ -311,8 +311,12 @@ class RankHeadsLayer(torch.nn.Module):
         super().__init__()
         # Scores x^T K Q^T y then have unit-order spread at initialisation (entries ~ r^(-1/4)).
         std = rank**-0.25
-        self.q = torch.nn.Parameter(torch.randn(heads, d, rank, generator=generator, dtype=torch.float64) * std)
-        self.k = torch.nn.Parameter(torch.randn(heads, d, rank, generator=generator, dtype=torch.float64) * std)
+        self.q = torch.nn.Parameter(
+            torch.randn(heads, d, rank, generator=generator, dtype=torch.float64, device="cpu") * std
+        )
+        self.k = torch.nn.Parameter(
+            torch.randn(heads, d, rank, generator=generator, dtype=torch.float64, device="cpu") * std
+        )
         # V_h = I / H: the layer starts as the average of its heads' attention outputs.
         self.v = torch.nn.Parameter(torch.eye(d, dtype=torch.float64).repeat(heads, 1, 1) / heads)
         self.log_c = torch.nn.Parameter(torch.zeros((), dtype=torch.float64))

@@ -352,6 +352,9 @@ class MethodSpec:
     # Uses a random draw, so the seed matters.
     randomized: bool = False
     title: str = ""
+    # The efficient path takes half-precision inputs as they are (half matmuls with float32 accumulation and
+    # float32 softmax statistics, upcasting where it is not safe); otherwise they are computed in float32.
+    half_native: bool = False
 
     @property
     def label(self) -> str:

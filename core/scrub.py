@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from core import metrics, registry
-from core.approximation import approximate
+from core.approximation import approximate, at_least_float32
 from core.device import chunk_elements
 from core.errors import ParameterError
 
@@ -115,7 +115,8 @@ def temperature_views(
     attention: dict[str, list[torch.Tensor]] = {name: [] for name in names}
     error_maps: dict[str, list[torch.Tensor]] = {name: [] for name in names}
     errors: dict[str, list[torch.Tensor]] = {name: [] for name in names}
-    logits = q @ k.transpose(-1, -2)
+    wide = at_least_float32(q.dtype)  # half-precision inputs: a float32 reference
+    logits = q.to(wide) @ k.to(wide).transpose(-1, -2)
     for start in range(0, len(tau_values), per_chunk):
         chunk = tau_values[start : start + per_chunk]
         beta = 1.0 / torch.tensor(chunk, dtype=torch.float64)
@@ -125,7 +126,7 @@ def temperature_views(
         stack = [x.unsqueeze(0).expand(len(chunk), *x.shape) for x in (q, k, v)]
         for name in names:
             result = approximate(
-                name, *stack, scale=beta.to(q.dtype).to(q.device), seed=seed, **dict(overrides.get(name, {}))
+                name, *stack, scale=beta.to(wide).to(q.device), seed=seed, **dict(overrides.get(name, {}))
             )
             approx = result.attention().to(exact.dtype)
             attention[name].append(_block_max(_ordered(approx, shown), factor))
@@ -199,7 +200,8 @@ def split_views(
     shown = _display_order(order, n, q.device)
     # Several n x n parts per temperature are held at once: a smaller chunk than the comparison scrubber's.
     per_chunk = max(1, min(len(tau_values), chunk_elements(q.device) // (4 * n * n)))
-    logits = (q @ k.transpose(-1, -2)).double()
+    wide = at_least_float32(q.dtype)  # half-precision inputs: a float32 reference
+    logits = (q.to(wide) @ k.to(wide).transpose(-1, -2)).double()
 
     exact_maps, entropies, shares, doubles = [], [], [], []
     maps: dict[str, list[torch.Tensor]] = {name: [] for name in SPLIT_PARTS}
@@ -207,13 +209,11 @@ def split_views(
     for start in range(0, len(tau_values), per_chunk):
         chunk = tau_values[start : start + per_chunk]
         beta = 1.0 / torch.tensor(chunk, dtype=torch.float64)
-        exact = torch.softmax(beta.to(logits.dtype)[:, None, None] * logits, dim=-1).to(q.dtype)
+        exact = torch.softmax(beta.to(logits.dtype)[:, None, None] * logits, dim=-1).to(wide)
         exact_maps.append(_block_max(_ordered(exact, shown), factor))
         entropies.append(metrics.mean_row_entropy(exact))
         stack = [x.unsqueeze(0).expand(len(chunk), *x.shape) for x in (q, k, v)]
-        result = approximate(
-            "scatterbrain", *stack, scale=beta.to(q.dtype).to(q.device), seed=seed, **dict(params or {})
-        )
+        result = approximate("scatterbrain", *stack, scale=beta.to(wide).to(q.device), seed=seed, **dict(params or {}))
         for name in SPLIT_PARTS:
             value = result.attention() if name == "attention" else result.parts[name]
             value = value.to(exact.dtype)

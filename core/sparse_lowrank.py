@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from core import registry
-from core.approximation import approximate
+from core.approximation import approximate, at_least_float32
 from core.budget import budget_params
 
 # The page's defaults (sidebar settings a user can also choose): flat enough rows that Performer's estimate is
@@ -116,12 +116,16 @@ def measure_correction(
     sb = approximate("scatterbrain", q, k, v, scale=beta, seed=seed, **params)
     exact = approximate("exact", q, k, v, scale=beta).attention()
     logits = beta * (q.double() @ k.double().T)
+
+    def numpy(t: torch.Tensor) -> np.ndarray:
+        return t.to(at_least_float32(t.dtype)).cpu().numpy()  # NumPy has no bfloat16
+
     return correction_summary(
-        exact.cpu().numpy(),
-        sb.attention().cpu().numpy(),
-        sb.parts["naive_sum"].cpu().numpy(),
-        sb.parts["support"].cpu().numpy(),
-        sb.parts["unnormalized_low_rank"].cpu().numpy(),
+        numpy(exact),
+        numpy(sb.attention()),
+        numpy(sb.parts["naive_sum"]),
+        numpy(sb.parts["support"]),
+        numpy(sb.parts["unnormalized_low_rank"]),
         logits.cpu().numpy(),
         features=int(sb.params.get("features", 0)),
     )
@@ -174,9 +178,9 @@ def fig4_measure(
     Pair i has k_i = cos(t_i) q_i + sin(t_i) u_i (u_i a unit vector orthogonal to q_i), so q_i.k_i = cos(t_i).
     """
     g = torch.Generator().manual_seed(seed)
-    q = torch.randn(pairs, d, generator=g, dtype=torch.float64)
+    q = torch.randn(pairs, d, generator=g, dtype=torch.float64, device="cpu")
     q = q / q.norm(dim=-1, keepdim=True)
-    u = torch.randn(pairs, d, generator=g, dtype=torch.float64)
+    u = torch.randn(pairs, d, generator=g, dtype=torch.float64, device="cpu")
     u = u - (u * q).sum(-1, keepdim=True) * q
     u = u / u.norm(dim=-1, keepdim=True)
     x = torch.linspace(-1, 1, pairs, dtype=torch.float64)

@@ -17,7 +17,7 @@ import torch
 
 from core import data as data_module
 from core import metrics, registry
-from core.approximation import approximate
+from core.approximation import approximate, at_least_float32
 from core.budget import budget_params
 from core.cancel import CancelToken, check
 from core.device import GPU_CHUNK_ELEMENTS, chunk_elements
@@ -125,15 +125,17 @@ def error_vs_entropy(
     errors: dict[str, list[torch.Tensor]] = {name: [] for name in names}
     out_errors: dict[str, list[torch.Tensor]] = {name: [] for name in names}
     lead = (1,) * (q.dim() - 2)
-    # Exact attention at every temperature comes from one q k^T.
-    unscaled_logits = q @ k.transpose(-1, -2)
+    # Exact attention at every temperature comes from one q k^T; for half-precision inputs the reference and the
+    # errors are float32 (the methods still take q, k and v as they are).
+    wide = at_least_float32(q.dtype)
+    unscaled_logits = q.to(wide) @ k.to(wide).transpose(-1, -2)
     for start in range(0, len(beta_values), per_chunk):
         check(cancel)
         chunk = beta_values[start : start + per_chunk]
-        scale = torch.as_tensor(chunk, dtype=q.dtype, device=q.device).reshape(-1, *lead)
+        scale = torch.as_tensor(chunk, dtype=wide, device=q.device).reshape(-1, *lead)
         stack = [x.unsqueeze(0).expand(len(chunk), *x.shape) for x in (q, k, v)]
         exact_attention = torch.softmax(scale[..., None, None] * unscaled_logits, dim=-1)
-        exact_output = exact_attention @ v
+        exact_output = exact_attention @ v.to(wide)
         reduce_dims = tuple(range(1, exact_attention.dim() - 2))
         entropy_parts.append(_mean_over(metrics.mean_row_entropy(exact_attention), reduce_dims))
         done += 1
@@ -141,8 +143,8 @@ def error_vs_entropy(
         for name in names:
             check(cancel)
             result = approximate(name, *stack, scale=scale, seed=seed, **params[name])
-            attention_error = metrics.relative_frobenius_error(result.attention(), exact_attention)
-            output_error = metrics.relative_output_error(result.output, exact_output)
+            attention_error = metrics.relative_frobenius_error(result.attention().to(wide), exact_attention)
+            output_error = metrics.relative_output_error(result.output.to(wide), exact_output)
             errors[name].append(_mean_over(attention_error, reduce_dims))
             out_errors[name].append(_mean_over(output_error, reduce_dims))
             done += 1

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from core.approximation import approximate
+from core.approximation import approximate, at_least_float32
 from core.approximators.vcc import cost_model
 from core.cancel import ProgressFn
 from core.vcc_tree import SELECTORS, TreeNode
@@ -63,6 +63,8 @@ def sweep_budgets(maximum: int) -> list[int]:
 
 def relative_error(approx: torch.Tensor, exact: torch.Tensor) -> np.ndarray:
     """Relative Frobenius error per matrix of the leading dimensions (per head)."""
+    wide = at_least_float32(approx.dtype)  # NumPy has no bfloat16
+    approx, exact = approx.to(wide), exact.to(wide)
     return (torch.linalg.matrix_norm(approx - exact) / torch.linalg.matrix_norm(exact).clamp_min(1e-30)).numpy()
 
 

@@ -26,6 +26,8 @@ from typing import Any
 
 import torch
 
+from core.device import row_blocks
+
 MODES = ("two_level", "tree")
 SELECTORS = ("score", "softmax", "random", "bottom")
 
@@ -234,7 +236,7 @@ def select(
         else:
             # One draw shared by every batch element (like Performer's projection), so an element's random
             # selection does not depend on its position in the batch.
-            draw = torch.rand(1, lv.nodes, generator=generator, dtype=torch.float64)
+            draw = torch.rand(1, lv.nodes, generator=generator, dtype=torch.float64, device="cpu")
             score = draw.to(device=device, dtype=keys_c.dtype).expand(batch, -1)
         # A tree node whose real tokens all sit in its left child (padding fills the right) holds the same
         # tokens as that child: it passes down for free, so padding never spends the budget.
@@ -317,15 +319,22 @@ def compressed_attention(
     """
     q_bar, counts = segment_means(q, segment, rows)
     k_bar, _ = segment_means(k, segment, rows)
-    v_bar, _ = segment_means(v, segment, rows)
     present = counts > 0
     if scale_correction:
         bias = torch.log(counts.to(q.dtype))  # log 0 = -inf masks empty rows
     else:
         bias = torch.where(present, 0.0, -math.inf).to(q.dtype)
-    logits = scale * (q_bar @ k_bar.transpose(-1, -2)) + bias[:, None, :]
-    log_z_hat = torch.logsumexp(logits, dim=-1)
-    probabilities = torch.exp(logits - log_z_hat[:, :, None])
+    # Block by block of compressed queries: the r x r probabilities are the only r x r tensor allocated (the
+    # logits and logsumexp's temporaries are block-sized); each row's numbers are the whole-matrix ones.
+    probabilities = q_bar.new_empty(q_bar.shape[0], rows, rows)
+    log_z_hat = q_bar.new_empty(q_bar.shape[0], rows)
+    k_bar_t = k_bar.transpose(-1, -2)
+    for block in row_blocks(rows, q_bar.shape[0] * rows, q_bar.device):  # blocks span the batch
+        logits = (q_bar[:, block] @ k_bar_t).mul_(scale).add_(bias[:, None, :])
+        log_z_hat[:, block] = torch.logsumexp(logits, dim=-1)
+        torch.exp(logits.sub_(log_z_hat[:, block, None]), out=probabilities[:, block])
+    del q_bar, k_bar, k_bar_t  # before V's means and the output
+    v_bar, _ = segment_means(v, segment, rows)
     row_output = probabilities @ v_bar
     output = torch.gather(row_output, 1, segment[:, :, None].expand(-1, -1, v.shape[-1]))
     return Compressed(output, probabilities, row_output, counts, log_z_hat, segment)
@@ -335,8 +344,8 @@ def compression_matrix(segments_c: torch.Tensor, rows: int) -> tuple[torch.Tenso
     """S_c (rows, n_c) with 1/s on each segment, and D's diagonal (rows,), for one element's segments (n_c,)."""
     n_c = segments_c.shape[0]
     lengths = torch.bincount(segments_c, minlength=rows).to(torch.float64)
-    s_c = torch.zeros(rows, n_c, dtype=torch.float64)
-    s_c[segments_c, torch.arange(n_c)] = 1.0 / lengths[segments_c]
+    s_c = torch.zeros(rows, n_c, dtype=torch.float64, device=segments_c.device)
+    s_c[segments_c, torch.arange(n_c, device=segments_c.device)] = 1.0 / lengths[segments_c]
     return s_c, lengths
 
 

@@ -45,6 +45,21 @@ os.environ.setdefault("ATTN_EXPLORER_WARMUP", "0")
 torch.set_num_threads(2)
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--torch-device",
+        default=None,
+        help="torch's default device for the run (torch.set_default_device), e.g. cuda: the GPU check runs the "
+        "engine tests with it, so the inputs that core.data and random_qkv draw (on the CPU, seeded) live there",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    device = config.getoption("--torch-device", default=None)
+    if device:
+        torch.set_default_device(device)
+
+
 @pytest.fixture(autouse=True)
 def _seed_global_rngs() -> None:
     """Tests seed their own draws; this only pins any incidental use of the global generators."""
@@ -101,12 +116,13 @@ def draw_qkv(
     drawn in float64 from one generator seeded with ``seed`` and then cast to ``dtype``, so a dtype never changes
     the draw. ``unit_logits`` divides q and k by d ** 0.25, giving q . k unit variance."""
     generator = torch.Generator().manual_seed(seed)
-    q = torch.randn(*shape, n, d, generator=generator, dtype=torch.float64)
-    k = torch.randn(*shape, n, d, generator=generator, dtype=torch.float64)
-    v = torch.randn(*shape, n, d if dv is None else dv, generator=generator, dtype=torch.float64)
+    q = torch.randn(*shape, n, d, generator=generator, dtype=torch.float64, device="cpu")
+    k = torch.randn(*shape, n, d, generator=generator, dtype=torch.float64, device="cpu")
+    v = torch.randn(*shape, n, d if dv is None else dv, generator=generator, dtype=torch.float64, device="cpu")
     if unit_logits:
         q, k = q / d**0.25, k / d**0.25
-    return q.to(dtype), k.to(dtype), v.to(dtype)
+    device = torch.empty(0).device  # torch's default device (--torch-device)
+    return q.to(device, dtype), k.to(device, dtype), v.to(device, dtype)
 
 
 @pytest.fixture(scope="session")

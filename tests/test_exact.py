@@ -68,6 +68,7 @@ def test_tensor_scale_equals_separate_calls(random_qkv) -> None:
 
 def test_numpy_inputs_accepted(random_qkv) -> None:
     q, k, v = random_qkv((), 10, 4, 4, seed=6)
+    q, k, v = q.cpu(), k.cpu(), v.cpu()  # NumPy arrays live on the host whatever torch's default device
     result = core.approximate("exact", q.numpy(), k.numpy(), v.numpy(), scale=0.5)
     torch.testing.assert_close(result.output, reference_attention(q, k, 0.5) @ v, rtol=0, atol=1e-12)
 

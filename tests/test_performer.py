@@ -18,14 +18,14 @@ from core.approximators.performer import draw_projection, kernel_estimate
 
 def unit_vectors(count: int, d: int, seed: int) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
-    x = torch.randn(count, d, generator=g, dtype=torch.float64)
-    return x / x.norm(dim=-1, keepdim=True)
+    x = torch.randn(count, d, generator=g, dtype=torch.float64, device="cpu")
+    return (x / x.norm(dim=-1, keepdim=True)).to(torch.empty(0).device)  # torch's default device (--torch-device)
 
 
 def rotate_towards(q: torch.Tensor, cosines: torch.Tensor, seed: int) -> torch.Tensor:
     """Unit keys with prescribed cosine to each unit query."""
     g = torch.Generator().manual_seed(seed)
-    noise = torch.randn(q.shape, generator=g, dtype=torch.float64)
+    noise = torch.randn(q.shape, generator=g, dtype=torch.float64, device="cpu").to(q.device)
     orth = noise - (noise * q).sum(-1, keepdim=True) * q
     orth = orth / orth.norm(dim=-1, keepdim=True)
     return cosines[:, None] * q + torch.sqrt(1 - cosines[:, None] ** 2) * orth

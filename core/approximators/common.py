@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
+
+if TYPE_CHECKING:
+    from core.approximation import AttentionInputs
 
 # Independent random streams of one call; the same seed gives Performer and Scatterbrain the same
 # projection and LSH and Scatterbrain the same hashing, so they can be compared draw for draw.
@@ -35,3 +41,90 @@ def row_normalise(matrix: torch.Tensor) -> torch.Tensor:
 
 def log_scale_count(n: int) -> float:
     return math.log(max(n, 1))
+
+
+# ------------------------------------------------------------------ bucketed attention (lsh, local, scatterbrain)
+
+# Blocks of a bucketed method are processed in groups whose temporaries stay within the larger of this and a
+# quarter of the float32 bytes of all the method's scores: the peak stays within the cost model, and a few
+# large batched calls (not one per round or head) do the work.
+MIN_GROUP_BYTES = 2**21
+GROUPS_PER_MODEL = 4
+
+
+def blocks_per_group(blocks: int, bytes_per_block: int, total_pairs: int) -> int:
+    """How many blocks (of ``bytes_per_block`` temporaries each) one group takes."""
+    budget = max(MIN_GROUP_BYTES, 4 * total_pairs // GROUPS_PER_MODEL)
+    return max(1, min(blocks, budget // max(1, bytes_per_block)))
+
+
+def is_half(dtype: torch.dtype) -> bool:
+    return dtype in (torch.float16, torch.bfloat16)
+
+
+def statistics_dtype(dtype: torch.dtype) -> torch.dtype:
+    """Softmax statistics (max, log-sum-exp, exp, sums) of half-precision inputs are kept in float32."""
+    return torch.float32 if is_half(dtype) else dtype
+
+
+def float32_copy(inputs: AttentionInputs) -> AttentionInputs:
+    """Half-precision inputs as float32 (the dense views and hashing); other inputs as they are."""
+    if not is_half(inputs.dtype):
+        return inputs
+    return dataclasses.replace(inputs, q=inputs.q.float(), k=inputs.k.float(), v=inputs.v.float())
+
+
+def flat_rows(x: torch.Tensor) -> torch.Tensor:
+    """(B, n, m) -> (B * n, m), the table that ``gather_rows`` reads (a view where x is contiguous)."""
+    return x.reshape(-1, x.shape[-1])
+
+
+def gather_rows(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """Rows of a (rows, m) table at index (G, c) -> (G, c, m)."""
+    return table.index_select(0, index.reshape(-1)).reshape(*index.shape, table.shape[-1])
+
+
+@dataclass
+class BlockGroup:
+    """A group of G blocks: each block's queries attend to its keys where ``valid``."""
+
+    q_pos: torch.Tensor  # (G, cq) query positions in the sequence; n marks a padding row
+    q_index: torch.Tensor  # (G, cq) rows of the flattened (B * n) inputs (padding rows read a real row)
+    k_index: torch.Tensor  # (G, ck)
+    batch: torch.Tensor  # (G,) batch element of each block
+    round: torch.Tensor  # (G,) hash round of each block (0 for a band)
+    valid: torch.Tensor  # (G, cq or 1, ck) bool: a real query, a real key, in the support (each pair once)
+    q: torch.Tensor  # (G, cq, d) in the input dtype
+    k: torch.Tensor  # (G, ck, d)
+    v: torch.Tensor  # (G, ck, dv)
+    scale: torch.Tensor  # (G, 1, 1) float32 or the input dtype
+
+    def scores(self, dtype: torch.dtype) -> torch.Tensor:
+        """scale * q k^T in ``dtype`` (the product in the input dtype, accumulated in float32 by torch)."""
+        return torch.bmm(self.q, self.k.transpose(1, 2)).to(dtype).mul_(self.scale)
+
+
+def index_add_in_order_(target: torch.Tensor, dim: int, index: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    """``target.index_add_(dim, index, values)`` with repeated indices added in their order, on every device.
+
+    A CPU adds them in index order. CUDA adds repeats in whatever order its threads run, so one call could differ
+    from itself in the last bits; there the entries are split into levels (the first occurrence of each index,
+    the second, ...), each free of repeats, and added level by level.
+    """
+    if target.device.type == "cpu" or index.numel() == 0:
+        return target.index_add_(dim, index, values)
+    return index_add_by_levels_(target, dim, index, values)
+
+
+def index_add_by_levels_(target: torch.Tensor, dim: int, index: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    """The device path of ``index_add_in_order_`` (on a CPU it equals index_add_ bit for bit: a test checks)."""
+    order = torch.argsort(index, stable=True)
+    ranks = torch.arange(index.numel(), device=index.device)
+    starts = torch.ones_like(index, dtype=torch.bool)
+    starts[1:] = index[order][1:] != index[order][:-1]
+    run_start = torch.cummax(torch.where(starts, ranks, 0), dim=0).values
+    level = torch.empty_like(ranks).scatter_(0, order, ranks - run_start)
+    for occurrence in range(int(level.max()) + 1):
+        picked = (level == occurrence).nonzero().squeeze(-1)
+        target.index_add_(dim, index[picked], values.index_select(dim, picked))
+    return target

@@ -55,7 +55,7 @@ def linear_attend(phi_q: torch.Tensor, phi_k: torch.Tensor, v: torch.Tensor) -> 
     """phi(Q) (phi(K)^T V) / phi(Q) (phi(K)^T 1), never an n x n tensor: (B, n, dv)."""
     kv = phi_k.transpose(-1, -2) @ v
     denominator = phi_q @ phi_k.sum(-2).unsqueeze(-1)
-    return (phi_q @ kv) / safe_denominator(denominator)
+    return (phi_q @ kv).div_(safe_denominator(denominator))
 
 
 def linear_weights(phi_q: torch.Tensor, phi_k: torch.Tensor) -> torch.Tensor:
@@ -72,7 +72,7 @@ def gate_rank(features: int) -> int:
 def orthogonal_matrix(batch: int, rows: int, cols: int, generator: torch.Generator) -> torch.Tensor:
     """(batch, rows, cols) with orthonormal columns (rows >= cols) or rows (rows < cols), Haar-distributed."""
     tall = rows >= cols
-    gauss = torch.randn(batch, max(rows, cols), min(rows, cols), generator=generator, dtype=torch.float64)
+    gauss = torch.randn(batch, max(rows, cols), min(rows, cols), generator=generator, dtype=torch.float64, device="cpu")
     q, r = torch.linalg.qr(gauss)
     signs = torch.sign(torch.diagonal(r, dim1=-2, dim2=-1))
     q = q * torch.where(signs == 0, torch.ones_like(signs), signs)[:, None, :]
@@ -135,15 +135,15 @@ def init_weights(
     if orthogonal:
         w = orthogonal_matrix(batch, d, features, generator)
     else:
-        w = torch.randn(batch, d, features, generator=generator, dtype=torch.float64) / math.sqrt(d)
+        w = torch.randn(batch, d, features, generator=generator, dtype=torch.float64, device="cpu") / math.sqrt(d)
     if variant == "ff":
         return KernelWeights(variant, w)
     if variant == "aoglu":
         r = gate_rank(features)
-        a = torch.randn(batch, d, r, generator=generator, dtype=torch.float64) / math.sqrt(d)
-        b = torch.randn(batch, r, features, generator=generator, dtype=torch.float64) / math.sqrt(r)
+        a = torch.randn(batch, d, r, generator=generator, dtype=torch.float64, device="cpu") / math.sqrt(d)
+        b = torch.randn(batch, r, features, generator=generator, dtype=torch.float64, device="cpu") / math.sqrt(r)
         return KernelWeights(variant, w, gate_a=a, gate_b=b)
-    gate = torch.randn(batch, d, features, generator=generator, dtype=torch.float64) / math.sqrt(d)
+    gate = torch.randn(batch, d, features, generator=generator, dtype=torch.float64, device="cpu") / math.sqrt(d)
     return KernelWeights(variant, w, gate=gate)
 
 
@@ -271,7 +271,7 @@ def _fit_one(
             if rows == n:
                 x_rows, log_exact = x_q, log_exact_all
             else:
-                index = torch.randperm(n, generator=row_gen)[:rows].to(device)
+                index = torch.randperm(n, generator=row_gen, device="cpu")[:rows].to(device)
                 x_rows = x_q[:, index]
                 log_exact = torch.log_softmax(x_rows @ x_k.transpose(-1, -2), dim=-1)
             assert log_exact is not None
@@ -477,15 +477,26 @@ register(
 
 def _run_elu(inputs: AttentionInputs, params: dict[str, Any]) -> Approximation:
     sqrt_scale = inputs.scale.sqrt()
-    phi_q = elu_features(inputs.q * sqrt_scale)
-    phi_k = elu_features(inputs.k * sqrt_scale)
-    output = linear_attend(phi_q, phi_k, inputs.v)
+
+    def features(x: torch.Tensor) -> torch.Tensor:
+        return elu_features(x * sqrt_scale)
+
+    # linear_attend's numbers with one n x d feature tensor alive at a time (the model's 2 n m at m = d holds
+    # phi(K) and then phi(Q) with the output): phi(K) is reduced first, and the result keeps no features.
+    phi_k = F.elu(inputs.k * sqrt_scale, inplace=True).add_(1.0)
+    kv = phi_k.transpose(-1, -2) @ inputs.v
+    k_sum = phi_k.sum(-2).unsqueeze(-1)
+    del phi_k
+    phi_q = F.elu(inputs.q * sqrt_scale, inplace=True).add_(1.0)
+    denominator = phi_q @ k_sum
+    output = (phi_q @ kv).div_(safe_denominator(denominator))
+    del phi_q
     return make_result(
         inputs,
         "linear_elu",
         output,
-        dense=lambda: linear_weights(phi_q, phi_k),
-        parts={"features_q": lambda: phi_q, "features_k": lambda: phi_k},
+        dense=lambda: linear_weights(features(inputs.q), features(inputs.k)),
+        parts={"features_q": lambda: features(inputs.q), "features_k": lambda: features(inputs.k)},
         info={"features": inputs.d},
     )
 

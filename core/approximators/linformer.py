@@ -13,25 +13,41 @@ from typing import Any
 import torch
 
 from core.approximation import Approximation, AttentionInputs, Cost, make_result
-from core.approximators.common import PROJECTION_STREAM
+from core.approximators.common import PROJECTION_STREAM, is_half
+from core.device import row_blocks
 from core.registry import MethodSpec, ParamSpec, register
 
 
 @functools.lru_cache(maxsize=8)
-def _projection(rank: int, n: int, seed_key: int) -> torch.Tensor:
+def _projection(rank: int, n: int, seed_key: int, device: str, dtype: torch.dtype) -> torch.Tensor:
+    """E drawn in float64 on the CPU, kept only as the copy a call uses (a call then allocates no r x n tensor)."""
     g = torch.Generator().manual_seed(seed_key)
-    return torch.randn(rank, n, generator=g, dtype=torch.float64) / n**0.5
+    e = torch.randn(rank, n, generator=g, dtype=torch.float64, device="cpu") / n**0.5
+    return e.to(device=device, dtype=dtype)
 
 
 def projection_for(inputs: AttentionInputs, rank: int) -> torch.Tensor:
     seed_key = int(inputs.generator(PROJECTION_STREAM).initial_seed())
-    return _projection(rank, inputs.n, seed_key).to(device=inputs.device, dtype=inputs.dtype)
+    return _projection(rank, inputs.n, seed_key, str(inputs.device), inputs.dtype)
+
+
+def _half_softmax(scores: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """softmax(scale * scores) of half-precision scores (B, n, r), written over them: each block of rows is scaled
+    and normalised in float32 (max and sum in float32), then stored in the scores' dtype."""
+    for rows in row_blocks(scores.shape[-2], scores.shape[0] * scores.shape[-1], scores.device):
+        scores[:, rows] = torch.softmax(scores[:, rows].float().mul_(scale), dim=-1)
+    return scores
 
 
 def _run(inputs: AttentionInputs, params: dict[str, Any]) -> Approximation:
     e = projection_for(inputs, params["rank"])
     k_proj, v_proj = e @ inputs.k, e @ inputs.v  # (B, r, d)
-    probs = torch.softmax(inputs.scale * (inputs.q @ k_proj.transpose(-1, -2)), dim=-1)  # (B, n, r)
+    scores = inputs.q @ k_proj.transpose(-1, -2)  # (B, n, r)
+    if is_half(inputs.dtype):
+        probs = _half_softmax(scores, inputs.scale)
+    else:
+        probs = torch.softmax(scores.mul_(inputs.scale), dim=-1)  # scaled in place
+    del scores
     output = probs @ v_proj
     return make_result(inputs, "linformer", output, dense=lambda: probs @ e, parts={"projection": lambda: e})
 
@@ -71,5 +87,6 @@ register(
         budget=linformer_budget,
         cost=linformer_cost,
         randomized=True,
+        half_native=True,
     )
 )

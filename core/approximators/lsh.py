@@ -6,9 +6,13 @@ As in SMYRF, queries and keys are then sorted by hash code (ties by position) an
 balanced chunks of c = ceil(n / buckets): query chunk t attends to key chunk t. That keeps the cost at
 O(n c) per round whatever the bucket sizes, and with one bucket it is exact attention.
 
-Rounds are combined as attention over the union of their supports: a pair found in r rounds has its
-score lowered by log r in each (so it counts once), and the rounds' outputs are mixed with
-log-sum-exp weights.
+Rounds are combined as attention over the union of their supports: a pair counts only in the first round
+that finds it, and the rounds' outputs are mixed with log-sum-exp weights.
+
+The efficient path is batched: every (head, round, chunk) block is one entry of a batch dimension, cut into a
+few memory-bounded groups (``common.blocks_per_group``) so the peak stays within the cost model; each group is
+one gather, one score product, one masked float32 softmax-statistics pass and one value product. Half-precision
+inputs are hashed as their float32 copy (the same support), and keep their products in half precision.
 """
 
 from __future__ import annotations
@@ -21,7 +25,18 @@ from typing import Any
 import torch
 
 from core.approximation import Approximation, AttentionInputs, Cost, make_result
-from core.approximators.common import HASH_STREAM, ceil_div, masked_softmax
+from core.approximators.common import (
+    HASH_STREAM,
+    BlockGroup,
+    blocks_per_group,
+    ceil_div,
+    flat_rows,
+    float32_copy,
+    gather_rows,
+    is_half,
+    masked_softmax,
+    statistics_dtype,
+)
 from core.registry import MethodSpec, ParamSpec, register
 
 MAX_ROUNDS = 16
@@ -60,30 +75,31 @@ class HashPlan:
         """(B, n, n) bool: round r's support (query and key in the same chunk)."""
         return self.q_chunk[:, r].unsqueeze(-1) == self.k_chunk[:, r].unsqueeze(-2)
 
-    def seen_before(self, r: int, q_pos: torch.Tensor, k_pos: torch.Tensor) -> torch.Tensor | None:
-        """Pairs of round r's chunks that an earlier round already attended: (B, C, c, c) bool, or None.
+    def seen_before(
+        self, batch: torch.Tensor, rounds: torch.Tensor, latest: int, q_pos: torch.Tensor, k_pos: torch.Tensor
+    ) -> torch.Tensor | None:
+        """Pairs of the blocks' chunks that an earlier round already attended: (G, c, c) bool, or None.
 
-        Counting each pair only in the first round that finds it makes the rounds together attend over the
-        union of their supports, each pair exactly once.
+        batch, rounds: (G,) of each block, latest: the largest of rounds; q_pos, k_pos: (G, c) positions (n =
+        padding). Counting each pair only in the first round that finds it makes the rounds together attend over
+        the union of their supports, each pair exactly once. All rounds at once: the chunk ids of every earlier
+        round are compared in one call.
         """
-        if r == 0:
+        if latest == 0:
             return None
-        batch = q_pos.shape[0]
-        flat_q, flat_k = q_pos.reshape(batch, -1), k_pos.reshape(batch, -1)
-        seen: torch.Tensor | None = None
-        for earlier in range(r):
-            # Dummies get chunk ids that never match anything (-1 for queries, -2 for keys).
-            cq = _pad_gather(self.q_chunk[:, earlier], flat_q, -1).reshape(q_pos.shape)
-            ck = _pad_gather(self.k_chunk[:, earlier], flat_k, -2).reshape(k_pos.shape)
-            same = cq.unsqueeze(-1) == ck.unsqueeze(-2)
-            seen = same if seen is None else seen.logical_or_(same)
-        return seen
+        n = self.q_chunk.shape[-1]
+        earlier = torch.arange(latest, device=q_pos.device)
+        # Row of (batch, round) in the padded chunk tables; padding gets chunk ids that never match (-1 and -2).
+        table_rows = (batch.unsqueeze(-1) * self.rounds + earlier).unsqueeze(-1) * (n + 1)  # (G, R', 1)
+        q_chunk = self._padded_chunks(self.q_chunk, -1).take(table_rows + q_pos.unsqueeze(1))  # (G, R', c)
+        k_chunk = self._padded_chunks(self.k_chunk, -2).take(table_rows + k_pos.unsqueeze(1))
+        same = q_chunk.unsqueeze(-1) == k_chunk.unsqueeze(-2)  # (G, R', c, c)
+        same.logical_and_((earlier < rounds.unsqueeze(-1))[..., None, None])
+        return same.any(dim=1)
 
-
-def _pad_gather(values: torch.Tensor, index: torch.Tensor, fill: int) -> torch.Tensor:
-    """values (B, n) at index (B, m) where index n (the dummy) reads ``fill``."""
-    padded = torch.cat([values, torch.full_like(values[:, :1], fill)], dim=1)
-    return torch.gather(padded, 1, index)
+    @staticmethod
+    def _padded_chunks(chunks: torch.Tensor, fill: int) -> torch.Tensor:
+        return torch.cat([chunks, torch.full_like(chunks[..., :1], fill)], dim=-1)
 
 
 def hash_directions(buckets: int) -> tuple[int, int]:
@@ -111,7 +127,9 @@ def hash_plan(inputs: AttentionInputs, rounds: int, buckets: int) -> HashPlan:
     chunk = ceil_div(n, buckets)
     chunks = ceil_div(n, chunk)
     primary, secondary = hash_directions(buckets)
-    rotations = inputs.randn(rounds, d, max(primary + secondary, 1), stream=HASH_STREAM)
+    # Hashing needs float32 at least: half-precision inputs are hashed as their float32 copy.
+    hash_dtype = statistics_dtype(inputs.dtype)
+    rotations = inputs.randn(rounds, d, max(primary + secondary, 1), stream=HASH_STREAM).to(hash_dtype)
     positions = torch.arange(n, device=inputs.device)
 
     def angular(rotated: torch.Tensor) -> torch.Tensor:
@@ -124,10 +142,11 @@ def hash_plan(inputs: AttentionInputs, rounds: int, buckets: int) -> HashPlan:
         if not primary:
             zeros = torch.zeros(b, rounds, n, dtype=torch.long, device=inputs.device)
             return zeros, zeros
+        x = x.to(hash_dtype)
         unit = x / x.norm(dim=-1, keepdim=True).clamp_min(torch.finfo(x.dtype).tiny)
-        rotated = torch.einsum("bnd,rdk->brnk", unit, rotations)  # (B, R, n, primary + secondary)
-        bucket = angular(rotated[..., :primary])
-        return bucket, bucket * (2 * secondary) + angular(rotated[..., primary:])
+        # One hash at a time keeps a single (B, R, n, directions) product alive.
+        bucket = angular(torch.einsum("bnd,rdk->brnk", unit, rotations[..., :primary]))
+        return bucket, bucket * (2 * secondary) + angular(torch.einsum("bnd,rdk->brnk", unit, rotations[..., primary:]))
 
     def order_and_chunk(code: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         key = code * n + positions  # sort by hash code, ties by position (a stable, seed-free order)
@@ -147,76 +166,72 @@ def hash_plan(inputs: AttentionInputs, rounds: int, buckets: int) -> HashPlan:
     return HashPlan(q_order, k_order, q_chunk, k_chunk, q_bucket, k_bucket, chunk, chunks)
 
 
-@dataclass
-class ChunkBlock:
-    """One round's gathered chunks: C chunks of c queries and c keys."""
+def chunk_blocks(
+    inputs: AttentionInputs, plan: HashPlan, bytes_per_pair: int = 0, bytes_per_row: int = 0
+) -> Iterator[BlockGroup]:
+    """Every round's chunks as blocks of c queries and c keys, gathered in memory-bounded groups.
 
-    round: int
-    q_pos: torch.Tensor  # (B, C, c) query positions (n = dummy)
-    k_pos: torch.Tensor  # (B, C, c)
-    q: torch.Tensor  # (B, C, c, d)
-    k: torch.Tensor  # (B, C, c, d)
-    v: torch.Tensor  # (B, C, c, dv)
-    valid: torch.Tensor  # (B, C, 1 or c, c) bool: a real key, not already attended in an earlier round
-
-
-def chunk_blocks(inputs: AttentionInputs, plan: HashPlan) -> Iterator[ChunkBlock]:
-    """Gather each round's chunks; one round at a time keeps the peak at O(n c)."""
-    b, n = inputs.batch, inputs.n
-    q_flat = _with_dummy_row(inputs.q)
-    k_flat = _with_dummy_row(inputs.k)
-    v_flat = _with_dummy_row(inputs.v)
-    offsets = (torch.arange(b, device=inputs.device) * (n + 1)).unsqueeze(-1)
-    shape = (b, plan.chunks, plan.chunk)
-    for r in range(plan.rounds):
-        q_pos, k_pos = plan.q_order[:, r], plan.k_order[:, r]
-        q_rows, k_rows = (q_pos + offsets).reshape(-1), (k_pos + offsets).reshape(-1)
-        q = q_flat.index_select(0, q_rows).reshape(*shape, inputs.d)
-        k = k_flat.index_select(0, k_rows).reshape(*shape, inputs.d)
-        v = v_flat.index_select(0, k_rows).reshape(*shape, inputs.dv)
-        q_pos, k_pos = q_pos.reshape(shape), k_pos.reshape(shape)
-        valid = (k_pos < n).unsqueeze(-2)
-        seen = plan.seen_before(r, q_pos, k_pos)
+    Blocks are ordered (batch, round, chunk): rounds and heads are one batch dimension. bytes_per_pair: what the
+    caller's own temporaries add per score, bytes_per_row per query or key row, for the group size.
+    """
+    b, n, rounds, chunk = inputs.batch, inputs.n, plan.rounds, plan.chunk
+    blocks = b * rounds * plan.chunks
+    q_order = plan.q_order.reshape(blocks, chunk)
+    k_order = plan.k_order.reshape(blocks, chunk)
+    batch_of = torch.arange(b, device=inputs.device).repeat_interleave(rounds * plan.chunks)
+    round_of = torch.arange(rounds, device=inputs.device).repeat_interleave(plan.chunks).repeat(b)
+    tables = flat_rows(inputs.q), flat_rows(inputs.k), flat_rows(inputs.v)
+    pair_bytes = 4 + rounds + 2 + bytes_per_pair  # float32 scores, the earlier rounds' comparison, the masks
+    row_bytes = inputs.q.element_size() * (2 * inputs.d + inputs.dv) + 8 * 4 + 2 * bytes_per_row
+    group = blocks_per_group(blocks, chunk * chunk * pair_bytes + chunk * row_bytes, blocks * chunk * chunk)
+    per_batch = rounds * plan.chunks
+    for start in range(0, blocks, group):
+        end = min(start + group, blocks)
+        part = slice(start, end)
+        batch, q_pos, k_pos = batch_of[part], q_order[part], k_order[part]
+        # The group's latest round, from the block order (no device sync)
+        latest = rounds - 1 if (end - 1) // per_batch != start // per_batch else (end - 1) // plan.chunks % rounds
+        offset = batch.unsqueeze(-1) * n
+        # Padding positions (n) read the batch element's last row; the mask drops them.
+        q_index, k_index = offset + q_pos.clamp_max(n - 1), offset + k_pos.clamp_max(n - 1)
+        valid = (q_pos < n).unsqueeze(-1) & (k_pos < n).unsqueeze(-2)
+        seen = plan.seen_before(batch, round_of[part], latest, q_pos, k_pos)
         if seen is not None:
-            valid = valid & ~seen
-        yield ChunkBlock(r, q_pos, k_pos, q, k, v, valid)
+            valid.logical_and_(seen.logical_not_())
+        q, k, v = gather_rows(tables[0], q_index), gather_rows(tables[1], k_index), gather_rows(tables[2], k_index)
+        yield BlockGroup(q_pos, q_index, k_index, batch, round_of[part], valid, q, k, v, inputs.scale[batch])
 
 
-def _with_dummy_row(x: torch.Tensor) -> torch.Tensor:
-    """(B, n, d) -> (B * (n + 1), d) with a zero row after each batch element's rows (the dummy position n)."""
-    padded = torch.cat([x, torch.zeros_like(x[:, :1])], dim=1)
-    return padded.reshape(-1, x.shape[-1])
-
-
-def scatter_rows(values: torch.Tensor, positions: torch.Tensor, n: int) -> torch.Tensor:
-    """Put (B, C, c, ...) chunk rows back at their sequence positions; dummies are dropped."""
-    b = values.shape[0]
-    flat = values.reshape(b, -1, *values.shape[3:])
-    out = torch.zeros(b, n + 1, *values.shape[3:], dtype=values.dtype, device=values.device)
-    index = positions.reshape(b, -1)
-    index = index.view(b, -1, *([1] * (flat.dim() - 2))).expand_as(flat)
-    out.scatter_(1, index, flat)
-    return out[:, :n]
+def _lsh_output(inputs: AttentionInputs, plan: HashPlan) -> torch.Tensor:
+    """Softmax over the union of the rounds' supports: each round's chunks give a log-sum-exp and a normalised
+    output per query, and the rounds are mixed with softmax weights of their log-sum-exps."""
+    b, n, rounds = inputs.batch, inputs.n, plan.rounds
+    stats = statistics_dtype(inputs.dtype)
+    lowest = torch.finfo(stats).min
+    # (round, batch, position) rows, with one padding row per (round, batch) for the padding queries
+    outputs = torch.zeros(rounds * b * (n + 1), inputs.dv, dtype=stats, device=inputs.device)
+    lses = torch.full((rounds * b * (n + 1), 1), lowest, dtype=stats, device=inputs.device)
+    half_bytes = 4 if is_half(inputs.dtype) else 0  # the half copies of the scores and probabilities
+    for group in chunk_blocks(inputs, plan, half_bytes):
+        scores = group.scores(stats).masked_fill_(~group.valid, lowest)
+        # A row whose pairs were all attended earlier gets lse ~ lowest, so its round weight is 0.
+        lse = torch.logsumexp(scores, dim=-1, keepdim=True)
+        probabilities = torch.exp_(scores.sub_(lse)).to(inputs.dtype)
+        out = torch.bmm(probabilities, group.v)
+        rows = ((group.round * b + group.batch) * (n + 1)).unsqueeze(-1).add(group.q_pos).reshape(-1)
+        outputs.index_copy_(0, rows, out.reshape(-1, inputs.dv).to(stats))
+        lses.index_copy_(0, rows, lse.reshape(-1, 1))
+    outputs, lses = outputs.view(rounds, b, n + 1, -1)[:, :, :n], lses.view(rounds, b, n + 1, 1)[:, :, :n]
+    weights = torch.softmax(lses, dim=0)  # (R, B, n, 1)
+    return outputs.mul_(weights).sum(0).to(inputs.dtype)
 
 
 def _run(inputs: AttentionInputs, params: dict[str, Any]) -> Approximation:
     plan = hash_plan(inputs, params["rounds"], params["buckets"])
-    n = inputs.n
-    outputs, lses = [], []
-    lowest = torch.finfo(inputs.dtype).min
-    for block in chunk_blocks(inputs, plan):
-        scores = block.q @ block.k.transpose(-1, -2)
-        scores.mul_(inputs.scale.unsqueeze(1)).masked_fill_(~block.valid, lowest)
-        # A row whose pairs were all attended earlier gets lse ~ lowest, so its round weight is 0.
-        lse = torch.logsumexp(scores, dim=-1, keepdim=True)
-        out = torch.exp_(scores.sub_(lse)) @ block.v
-        outputs.append(scatter_rows(out, block.q_pos, n))
-        lses.append(scatter_rows(lse, block.q_pos, n))
-    weights = torch.softmax(torch.stack(lses), dim=0)  # (R, B, n, 1)
-    output = (weights * torch.stack(outputs)).sum(0)
+    output = _lsh_output(inputs, plan)
 
     def dense() -> torch.Tensor:
-        return masked_softmax(inputs.logits(), plan.support())
+        return masked_softmax(float32_copy(inputs).logits(), plan.support())
 
     parts = {
         "support": plan.support,
@@ -278,5 +293,6 @@ register(
         budget=lsh_budget,
         cost=lsh_cost,
         randomized=True,
+        half_native=True,
     )
 )

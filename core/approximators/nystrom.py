@@ -13,6 +13,8 @@ from typing import Any
 import torch
 
 from core.approximation import Approximation, AttentionInputs, Cost, make_result
+from core.approximators.common import float32_copy, index_add_in_order_, is_half, statistics_dtype
+from core.device import row_blocks
 from core.registry import MethodSpec, ParamSpec, register
 
 
@@ -21,7 +23,7 @@ def segment_means(x: torch.Tensor, m: int) -> torch.Tensor:
     n = x.shape[-2]
     segment = torch.div(torch.arange(n, device=x.device) * m, n, rounding_mode="floor")
     sums = torch.zeros(x.shape[0], m, x.shape[-1], dtype=x.dtype, device=x.device)
-    sums.index_add_(1, segment, x)
+    index_add_in_order_(sums, 1, segment, x)
     counts = torch.bincount(segment, minlength=m).to(x.dtype).clamp_min(1)
     return sums / counts[None, :, None]
 
@@ -39,24 +41,47 @@ def iterative_pinv(a: torch.Tensor, iterations: int) -> torch.Tensor:
     return z
 
 
-def _kernels(inputs: AttentionInputs, m: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    q_land, k_land = segment_means(inputs.q, m), segment_means(inputs.k, m)
-    scale = inputs.scale
-    f = torch.softmax(scale * (inputs.q @ k_land.transpose(-1, -2)), dim=-1)
-    a = torch.softmax(scale * (q_land @ k_land.transpose(-1, -2)), dim=-1)
-    b = torch.softmax(scale * (q_land @ inputs.k.transpose(-1, -2)), dim=-1)
-    return f, a, b
+def row_softmax(x: torch.Tensor, y: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """softmax(scale * (x @ y^T), dim=-1) for x (B, r, d), y (B, c, d), scale (B, 1, 1), filled block by block of
+    rows: the result is the only r x c tensor allocated (the scores, their scaled copy and softmax's temporaries
+    are block-sized), with the whole-matrix call's numbers."""
+    y_t = y.transpose(-1, -2)
+
+    def block_softmax(x_rows: torch.Tensor) -> torch.Tensor:
+        scores = x_rows @ y_t
+        # Half precision: the product in half (float32 accumulation), the scaling and softmax in float32.
+        return torch.softmax((scores.float() if is_half(scores.dtype) else scores).mul_(scale), dim=-1)
+
+    blocks = row_blocks(x.shape[-2], x.shape[0] * y.shape[-2], x.device)  # blocks span the batch
+    if len(blocks) == 1:
+        return block_softmax(x).to(x.dtype)
+    out = x.new_empty(x.shape[0], x.shape[-2], y.shape[-2])
+    for block in blocks:
+        out[:, block] = block_softmax(x[:, block])
+    return out
 
 
-def _pinv(a: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
-    if params["pinv"] == "exact":
-        return torch.linalg.pinv(a)
-    return iterative_pinv(a, params["pinv_iterations"])
+def _landmark_kernel(inputs: AttentionInputs, m: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The landmarks Q~, K~ (B, m, d) and A = softmax(beta Q~ K~^T) (B, m, m); float32 for half inputs."""
+    stat = statistics_dtype(inputs.dtype)
+    q_land, k_land = segment_means(inputs.q.to(stat), m), segment_means(inputs.k.to(stat), m)
+    a = torch.softmax(inputs.scale * (q_land @ k_land.transpose(-1, -2)), dim=-1)
+    return q_land, k_land, a
 
 
 def _run(inputs: AttentionInputs, params: dict[str, Any]) -> Approximation:
+    if params["pinv"] == "exact":
+        # The SVD pseudo-inverse's large entries cancel in F A^+ B: half-precision F and B would lose that.
+        inputs = float32_copy(inputs)
+    dtype = inputs.dtype
     m = min(params["landmarks"], inputs.n)
-    f, a, b = _kernels(inputs, m)
+    q_land, k_land, a = _landmark_kernel(inputs, m)
+    if params["pinv"] == "iterative":
+        # Before F and B exist, so that the iteration's m x m temporaries never sit beside them. In float32 for
+        # half inputs, like A.
+        a_pinv = iterative_pinv(a, params["pinv_iterations"])
+    f = row_softmax(inputs.q, k_land.to(dtype), inputs.scale)
+    b = row_softmax(q_land.to(dtype), inputs.k, inputs.scale)
     if params["pinv"] == "exact":
         # Near-uniform attention makes A nearly rank one: its pseudo-inverse has entries ~1e5 that cancel in
         # F A^+ B. Float32 loses that cancellation (2e-3 off), so the O(n m) products after A run in float64.
@@ -69,11 +94,11 @@ def _run(inputs: AttentionInputs, params: dict[str, Any]) -> Approximation:
             return (f64 @ (a_pinv64 @ b64)).to(inputs.dtype)
 
     else:
-        a_pinv = _pinv(a, params)
-        output = f @ (a_pinv @ (b @ inputs.v))
+        # Half precision: B V and the final product in half (float32 accumulation), A^+ (B V) in float32.
+        output = f @ (a_pinv @ (b @ inputs.v).to(a_pinv.dtype)).to(dtype)
 
         def dense() -> torch.Tensor:
-            return f @ (a_pinv @ b)
+            return f.to(a_pinv.dtype) @ (a_pinv @ b.to(a_pinv.dtype))
 
     parts = {"kernel_f": lambda: f, "kernel_a_pinv": lambda: a_pinv, "kernel_b": lambda: b}
     return make_result(inputs, "nystrom", output, dense=dense, parts=parts, info={"landmarks": m})
@@ -127,5 +152,6 @@ register(
         fn=_run,
         budget=nystrom_budget,
         cost=nystrom_cost,
+        half_native=True,
     )
 )

@@ -25,7 +25,8 @@ from typing import Any
 import torch
 
 from core.approximation import Approximation, AttentionInputs, Cost, make_result
-from core.approximators.common import FEATURE_STREAM
+from core.approximators.common import FEATURE_STREAM, is_half, statistics_dtype
+from core.device import row_blocks
 from core.errors import ParameterError
 from core.registry import MethodSpec, ParamSpec, register
 
@@ -42,15 +43,17 @@ def draw_projection(m: int, d: int, orthogonal: bool, generator: torch.Generator
     N(0, I) but rows within a block are exactly orthogonal.
     """
     if not orthogonal:
-        return torch.randn(m, d, generator=generator, dtype=torch.float64)
+        return torch.randn(m, d, generator=generator, dtype=torch.float64, device="cpu")
     blocks = []
     for _ in range(math.ceil(m / d)):
-        gaussian = torch.randn(d, d, generator=generator, dtype=torch.float64)
+        gaussian = torch.randn(d, d, generator=generator, dtype=torch.float64, device="cpu")
         q, r = torch.linalg.qr(gaussian)
-        q = q * torch.sign(torch.diagonal(r)).where(torch.diagonal(r) != 0, torch.ones(d, dtype=torch.float64))
+        q = q * torch.sign(torch.diagonal(r)).where(
+            torch.diagonal(r) != 0, torch.ones(d, dtype=torch.float64, device="cpu")
+        )
         blocks.append(q.T)
     rows = torch.cat(blocks, dim=0)[:m]
-    norms = torch.randn(m, d, generator=generator, dtype=torch.float64).norm(dim=1, keepdim=True)
+    norms = torch.randn(m, d, generator=generator, dtype=torch.float64, device="cpu").norm(dim=1, keepdim=True)
     return rows * norms
 
 
@@ -63,7 +66,8 @@ def projection_for(inputs: AttentionInputs, m: int, orthogonal: bool) -> torch.T
     """The call's projection (m, d), cached on (m, d, kind, seed) and moved to the input's device/dtype."""
     seed_key = int(inputs.generator(FEATURE_STREAM).initial_seed())
     w = _cached_projection(m, inputs.d, orthogonal, seed_key)
-    return _to_device(w, inputs.device, inputs.dtype)
+    # Half-precision inputs get a float32 projection: the feature map (Wx, its shifts and exp) runs in float32.
+    return _to_device(w, inputs.device, statistics_dtype(inputs.dtype))
 
 
 @functools.lru_cache(maxsize=64)
@@ -100,35 +104,83 @@ def performer_features(
     """FAVOR+ features of x (B, n, d) at inverse temperature scale (B, 1, 1), max-shifted.
 
     per_row_shift=True (queries) subtracts each row's max; False (keys) one max per batch element.
-    phi(x) = exp(log_shift) * psi exactly.
+    phi(x) = exp(log_shift) * psi exactly. Half-precision x (with a float32 projection and scale): the feature
+    map runs in float32 and psi is stored in x's dtype (it lies in [0, 1]; trig's stays float32); log_shift is
+    float32.
     """
-    xs = x * scale.sqrt()
-    proj = xs @ projection.T  # (B, n, rows)
-    half_sq_norm = 0.5 * (xs * xs).sum(-1, keepdim=True)
+    if kernel == "trig":
+        # The data-dependent factor exp(|x|^2/2) carries the scale.
+        xs = x * scale.sqrt()
+        proj = xs @ projection.T  # (B, n, rows)
+        half_sq_norm = 0.5 * (xs * xs).sum(-1, keepdim=True)
+        shift = half_sq_norm if per_row_shift else half_sq_norm.amax(dim=(-2, -1), keepdim=True)
+        weight = torch.exp(half_sq_norm - shift)
+        half_width = proj.shape[-1]
+        psi = proj.new_empty(*proj.shape[:-1], 2 * half_width)
+        torch.sin(proj, out=psi[..., :half_width])
+        torch.cos(proj, out=psi[..., half_width:])
+        psi.mul_(weight)
+        # Kept in float32 for half x: trig features change sign, and their normalisers cancel (24% off in bfloat16).
+        return LogFeatures(psi, shift - 0.5 * math.log(projection.shape[0]))
+    # Positive and hyperbolic features are built block by block of rows in one (B n, m) buffer, in place: every
+    # pass over a block happens while it is in cache, and no other n x m or n x d temporary is allocated (each was
+    # a fresh allocation, page faults, and another pass through memory, so the time grew faster than n).
+    batch, n, d = x.shape
+    frequencies_used = projection.shape[0]
+    width = frequencies_used if kernel == "positive" else 2 * frequencies_used
+    x_rows = x.reshape(batch * n, d)
+    sqrt_scale = scale.sqrt().expand(batch, n, 1).reshape(batch * n, 1)
+    w_t = projection.T
+    psi = x.new_empty(batch * n, width)  # the logits Wx - |x|^2/2 first, then psi (in place)
+    # Half precision: each block's logits live in a float32 block instead (recomputed for the keys' second pass).
+    in_place = not is_half(x.dtype)
+    row_max = scale.new_empty(batch * n, 1)
+    proj_max = scale.new_empty(batch * n, 1) if eps > 0 else None
+    blocks = row_blocks(batch * n, width, x.device)
+    fused = per_row_shift and proj_max is None  # the shift is the row's own max: finish each block at once
+
+    def logits(rows: slice) -> torch.Tensor:
+        xs = x_rows[rows] * sqrt_scale[rows]  # float32 for half x (the scale is float32)
+        block = psi[rows] if in_place else None
+        if kernel == "positive":
+            block = torch.matmul(xs, w_t, out=block)
+        else:
+            proj = xs @ w_t
+            block = proj.new_empty(proj.shape[0], width) if block is None else block
+            block[:, :frequencies_used] = proj
+            torch.neg(proj, out=block[:, frequencies_used:])
+        if proj_max is not None:
+            torch.amax(block, -1, keepdim=True, out=proj_max[rows])
+        return block.sub_(0.5 * (xs * xs).sum(-1, keepdim=True))
+
+    for rows in blocks:
+        block = logits(rows)
+        torch.amax(block, -1, keepdim=True, out=row_max[rows])
+        if fused:
+            block.sub_(row_max[rows]).exp_()
+            if not in_place:
+                psi[rows] = block
 
     def reduce_max(t: torch.Tensor) -> torch.Tensor:
-        return t.amax(-1, keepdim=True) if per_row_shift else t.amax(dim=(-2, -1), keepdim=True)
+        t = t.view(batch, n, 1)
+        return t if per_row_shift else t.amax(dim=(-2, -1), keepdim=True)
 
-    if kernel in ("positive", "hyperbolic"):
-        if kernel == "hyperbolic":
-            proj = torch.cat([proj, -proj], dim=-1)
-        logits = proj - half_sq_norm
-        shift = reduce_max(logits)
-        if eps > 0:
+    shift = reduce_max(row_max)
+    if not fused:
+        eps_term = None
+        if proj_max is not None:
             # eps * exp(max Wx) in absolute units, as in the reference; the shift keeps both terms <= 1.
-            eps_log = math.log(eps) + reduce_max(proj)
+            eps_log = math.log(eps) + reduce_max(proj_max)
             shift = torch.maximum(shift, eps_log)
-            psi = torch.exp(logits - shift) + torch.exp(eps_log - shift)
-        else:
-            psi = torch.exp(logits - shift)
-        log_shift = shift - 0.5 * math.log(proj.shape[-1])
-        return LogFeatures(psi, log_shift)
-    # trig: the data-dependent factor exp(|x|^2/2) carries the scale.
-    shift = half_sq_norm if per_row_shift else half_sq_norm.amax(dim=(-2, -1), keepdim=True)
-    weight = torch.exp(half_sq_norm - shift)
-    psi = torch.cat([torch.sin(proj), torch.cos(proj)], dim=-1) * weight
-    log_shift = shift - 0.5 * math.log(projection.shape[0])
-    return LogFeatures(psi, log_shift)
+            eps_term = torch.exp(eps_log - shift).expand(batch, n, 1).reshape(batch * n, 1)
+        shift_rows = shift.expand(batch, n, 1).reshape(batch * n, 1)
+        for rows in blocks:
+            block = (psi[rows] if in_place else logits(rows)).sub_(shift_rows[rows]).exp_()
+            if eps_term is not None:
+                block.add_(eps_term[rows])
+            if not in_place:
+                psi[rows] = block
+    return LogFeatures(psi.view(batch, n, width), shift - 0.5 * math.log(width))
 
 
 def feature_pair(
@@ -142,9 +194,15 @@ def feature_pair(
     return phi_q, phi_k
 
 
+def _statistics(psi: torch.Tensor, log_shift: torch.Tensor) -> torch.Tensor:
+    """psi in the dtype of the statistics (float32 for half-precision psi): the dense views are computed there."""
+    return psi.to(log_shift.dtype)
+
+
 def unnormalized_estimate(phi_q: LogFeatures, phi_k: LogFeatures) -> torch.Tensor:
     """phi(Q) phi(K)^T, the raw estimate of exp(beta q.k): (B, n, n). May overflow at extreme beta."""
-    return (phi_q.psi @ phi_k.psi.transpose(-1, -2)) * torch.exp(phi_q.log_shift + phi_k.log_shift)
+    psi_q, psi_k = _statistics(phi_q.psi, phi_q.log_shift), _statistics(phi_k.psi, phi_k.log_shift)
+    return (psi_q @ psi_k.transpose(-1, -2)) * torch.exp(phi_q.log_shift + phi_k.log_shift)
 
 
 def kernel_estimate(
@@ -174,11 +232,37 @@ def safe_denominator(den: torch.Tensor) -> torch.Tensor:
 
 
 def linear_attention(phi_q: LogFeatures, phi_k: LogFeatures, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Q~ (K~^T V) and Q~ (K~^T 1) in the query's shifted units: never an n x n tensor."""
-    kv = phi_k.psi.transpose(-1, -2) @ v  # (B, m, dv)
-    k_sum = phi_k.psi.sum(-2)  # (B, m)
-    numerator = phi_q.psi @ kv
-    denominator = (phi_q.psi @ k_sum.unsqueeze(-1)).squeeze(-1)
+    """Q~ (K~^T V) and Q~ (K~^T 1) in the query's shifted units: never an n x n tensor.
+
+    bfloat16 psi and v: both products in bfloat16 with float32 accumulation (the numerator comes back in bfloat16),
+    the normaliser K~^T 1 and the denominator in float32. float16 is computed in float32: K~^T V sums n keys and
+    can pass float16's largest value (65504).
+    """
+    kv, k_sum = key_summary(phi_k, v)
+    return query_products(phi_q.psi, kv, k_sum)
+
+
+def key_summary(phi_k: LogFeatures, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """K~^T V (B, m, dv) and K~^T 1 (B, m, 1) (see ``linear_attention`` for the precisions)."""
+    psi_k = phi_k.psi
+    if psi_k.dtype == torch.bfloat16:
+        return psi_k.transpose(-1, -2) @ v.to(psi_k.dtype), psi_k.sum(-2, dtype=torch.float32).unsqueeze(-1)
+    if psi_k.dtype == torch.float16:
+        psi_k = psi_k.float()
+    v = v.to(psi_k.dtype)  # half v beside float32 features (float16, trig)
+    return psi_k.transpose(-1, -2) @ v, psi_k.sum(-2).unsqueeze(-1)
+
+
+def query_products(psi_q: torch.Tensor, kv: torch.Tensor, k_sum: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Q~ (K~^T V) and Q~ (K~^T 1) from ``key_summary``'s products."""
+    if psi_q.dtype != torch.bfloat16:
+        psi_q = psi_q.to(kv.dtype)
+        return psi_q @ kv, (psi_q @ k_sum).squeeze(-1)
+    numerator = psi_q @ kv
+    batch, n, m = psi_q.shape
+    denominator = k_sum.new_empty(batch, n)
+    for rows in row_blocks(n, batch * m, psi_q.device):  # float32 copies of psi_q, one block at a time
+        denominator[:, rows] = (psi_q[:, rows].float() @ k_sum).squeeze(-1)
     return numerator, denominator
 
 
@@ -190,13 +274,31 @@ def performer_cost(inputs: AttentionInputs, params: dict[str, Any]) -> Cost:
 
 
 def _run(inputs: AttentionInputs, params: dict[str, Any]) -> Approximation:
-    m, kernel, orthogonal = params["features"], params["kernel"], params["orthogonal"]
-    phi_q, phi_k = feature_pair(inputs, m, kernel, orthogonal, params["eps"])
-    numerator, denominator = linear_attention(phi_q, phi_k, inputs.v)
-    output = numerator / safe_denominator(denominator).unsqueeze(-1)
+    m, kernel, orthogonal, eps = params["features"], params["kernel"], params["orthogonal"], params["eps"]
+    if eps > 0 and kernel == "trig":
+        raise ParameterError("eps", "the stabiliser applies to the positive and hyperbolic kernels only; use eps = 0")
+    w = projection_for(inputs, frequencies(m, kernel), orthogonal)
+    scale = inputs.scale
+    phi_k = performer_features(inputs.k, w, kernel, scale, per_row_shift=False, eps=eps)
+    kv, k_sum = key_summary(phi_k, inputs.v)
+    # Query features are made and used a block of rows at a time (each row's shift is its own), so the n x m query
+    # features never exist as a whole: one allocation and one pass through memory fewer, the same numbers.
+    batch, n, width = phi_k.psi.shape
+    numerator = kv.new_empty(batch, n, kv.shape[-1])
+    denominator = k_sum.new_empty(batch, n)
+    for rows in row_blocks(n, batch * width, inputs.device):  # blocks span the batch
+        phi = performer_features(inputs.q[:, rows], w, kernel, scale, per_row_shift=True, eps=eps)
+        numerator[:, rows], denominator[:, rows] = query_products(phi.psi, kv, k_sum)
+    output = numerator.div_(safe_denominator(denominator).unsqueeze(-1))
+
+    @functools.cache
+    def query_features() -> LogFeatures:
+        return performer_features(inputs.q, w, kernel, scale, per_row_shift=True, eps=eps)
 
     def dense() -> torch.Tensor:
-        scores = phi_q.psi @ phi_k.psi.transpose(-1, -2)
+        phi_q = query_features()
+        psi_q, psi_k = _statistics(phi_q.psi, phi_q.log_shift), _statistics(phi_k.psi, phi_k.log_shift)
+        scores = psi_q @ psi_k.transpose(-1, -2)
         return scores / safe_denominator(scores.sum(-1, keepdim=True))
 
     return make_result(
@@ -204,8 +306,8 @@ def _run(inputs: AttentionInputs, params: dict[str, Any]) -> Approximation:
         "performer",
         output,
         dense=dense,
-        parts={"unnormalized": lambda: unnormalized_estimate(phi_q, phi_k)},
-        info={"features_used": phi_q.psi.shape[-1]},
+        parts={"unnormalized": lambda: unnormalized_estimate(query_features(), phi_k)},
+        info={"features_used": width},
     )
 
 
@@ -264,5 +366,6 @@ register(
         budget=performer_budget,
         cost=performer_cost,
         randomized=True,
+        half_native=True,
     )
 )

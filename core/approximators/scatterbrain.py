@@ -4,7 +4,9 @@ Low rank: Performer features, A_lr = phi(Q) phi(K)^T (never materialised).
 Sparse: on a support Omega (LSH chunks, the paper's choice, or a local band, the released "SBLocal"),
 S_ij = exp(beta q_i.k_j) - phi(q_i).phi(k_j), so A_lr + S equals exp(beta q.k) exactly on Omega and the
 Performer estimate elsewhere. Output = (A_lr + S) V / ((A_lr + S) 1), accumulated block by block with a
-running per-row log reference, so nothing overflows or underflows and no n x n tensor is built.
+running per-row log reference, so nothing overflows or underflows and no n x n tensor is built. The blocks of
+the support (heads and LSH rounds in one batch dimension) are processed in memory-bounded groups; half-precision
+inputs keep their score and value products in half precision, the corrections and references in float32.
 """
 
 from __future__ import annotations
@@ -16,9 +18,18 @@ from typing import Any
 import torch
 
 from core.approximation import Approximation, AttentionInputs, Cost, make_result
-from core.approximators.common import row_normalise
-from core.approximators.local import band_blocks, band_mask, local_cost, window_param
-from core.approximators.lsh import chunk_blocks, hash_plan, lsh_cost, lsh_params
+from core.approximators.common import (
+    BlockGroup,
+    flat_rows,
+    float32_copy,
+    gather_rows,
+    index_add_in_order_,
+    is_half,
+    row_normalise,
+    statistics_dtype,
+)
+from core.approximators.local import band_groups, band_mask, local_cost, window_param
+from core.approximators.lsh import HashPlan, chunk_blocks, hash_plan, lsh_cost, lsh_params
 from core.approximators.performer import (
     LogFeatures,
     feature_pair,
@@ -36,29 +47,14 @@ SUPPORTS = ("lsh", "local", "none")
 SPARSE_SHARE = 0.75
 
 
-@dataclass
-class SupportBlock:
-    """A block of query rows with the keys of their support."""
-
-    q_pos: torch.Tensor  # (B, C, c) query positions; n marks a dummy row
-    k_pos: torch.Tensor  # (B, C, ck) key positions; masked where invalid
-    q: torch.Tensor  # (B, C, c, d)
-    k: torch.Tensor  # (B, C, ck, d)
-    v: torch.Tensor  # (B, C, ck, dv)
-    valid: torch.Tensor  # broadcastable to (B, C, c, ck); a pair found in several LSH rounds is valid once
-
-
-def support_blocks(inputs: AttentionInputs, params: dict[str, Any]) -> Iterator[SupportBlock]:
-    n = inputs.n
-    if params["support"] == "lsh":
-        plan = hash_plan(inputs, params["rounds"], params["buckets"])
-        for block in chunk_blocks(inputs, plan):
-            yield SupportBlock(block.q_pos, block.k_pos, block.q, block.k, block.v, block.valid)
+def support_groups(
+    inputs: AttentionInputs, params: dict[str, Any], plan: HashPlan | None, bytes_per_pair: int, bytes_per_row: int
+) -> Iterator[BlockGroup]:
+    """The support's blocks in memory-bounded groups (nothing for support "none"); plan: the LSH support's."""
+    if plan is not None:
+        yield from chunk_blocks(inputs, plan, bytes_per_pair, bytes_per_row)
     elif params["support"] == "local":
-        band = band_blocks(inputs, params["window"])
-        q_pos = band.q_pos.clamp_max(n).masked_fill(band.q_pos >= n, n).expand(inputs.batch, -1, -1)
-        k_pos = band.key_pos.clamp(0, n - 1).expand(inputs.batch, -1, -1)
-        yield SupportBlock(q_pos, k_pos, band.q, band.k, band.v, band.in_band.unsqueeze(0))
+        yield from band_groups(inputs, params["window"], bytes_per_pair, bytes_per_row)
 
 
 def support_mask(inputs: AttentionInputs, params: dict[str, Any]) -> torch.Tensor:
@@ -77,61 +73,63 @@ def support_rounds(inputs: AttentionInputs, params: dict[str, Any]) -> torch.Ten
     return support_mask(inputs, params).unsqueeze(1)
 
 
-def _gather(x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-    """x (B, n + 1, m) rows at positions (B, C, c) -> (B, C, c, m)."""
-    b = x.shape[0]
-    flat = positions.reshape(b, -1)
-    rows = torch.gather(x, 1, flat.unsqueeze(-1).expand(-1, -1, x.shape[-1]))
-    return rows.reshape(*positions.shape, x.shape[-1])
-
-
-def _scatter(values: torch.Tensor, positions: torch.Tensor, n: int, fill: float = 0.0) -> torch.Tensor:
-    """(B, C, c, k) rows to (B, n, k) at their positions; each real position occurs at most once per block."""
-    b = values.shape[0]
-    out = torch.full((b, n + 1, values.shape[-1]), fill, dtype=values.dtype, device=values.device)
-    flat = values.reshape(b, -1, values.shape[-1])
-    out.scatter_(1, positions.reshape(b, -1, 1).expand_as(flat), flat)
-    return out[:, :n]
-
-
-def _with_dummy(x: torch.Tensor) -> torch.Tensor:
-    return torch.cat([x, torch.zeros_like(x[:, :1])], dim=1)
+def _feature_pair(inputs: AttentionInputs, params: dict[str, Any]) -> tuple[LogFeatures, LogFeatures]:
+    return feature_pair(inputs, params["features"], params["kernel"], params["orthogonal"], params["eps"])
 
 
 def _run(inputs: AttentionInputs, params: dict[str, Any]) -> Approximation:
-    n = inputs.n
-    phi_q, phi_k = feature_pair(inputs, params["features"], params["kernel"], params["orthogonal"], params["eps"])
+    b, n, dv = inputs.batch, inputs.n, inputs.dv
+    stats = statistics_dtype(inputs.dtype)
+    # Hashing first: its temporaries are gone before the features are made.
+    plan = hash_plan(inputs, params["rounds"], params["buckets"]) if params["support"] == "lsh" else None
+    phi_q, phi_k = _feature_pair(inputs, params)
     numerator, denominator = linear_attention(phi_q, phi_k, inputs.v)
-    # Everything below is held in units of exp(reference), one reference per query row.
-    low_rank_log = phi_q.log_shift + phi_k.log_shift  # (B, n, 1): log of the low-rank features' scale
-    reference = low_rank_log
-    denominator = denominator.unsqueeze(-1)
-    psi_q, psi_k = _with_dummy(phi_q.psi), _with_dummy(phi_k.psi)
-    low_rank_log_pad = _with_dummy(low_rank_log)
+    # Everything below is held in units of exp(reference), one reference per query row (rows of B * n).
+    numerator = flat_rows(numerator.to(stats))
+    denominator = denominator.to(stats).reshape(-1, 1)
+    low_rank_log = (phi_q.log_shift + phi_k.log_shift).to(stats).expand(b, n, 1).reshape(-1)
+    reference = low_rank_log.clone()
+    psi_q, psi_k = flat_rows(phi_q.psi), flat_rows(phi_k.psi)
+    half_bytes = 4 if is_half(inputs.dtype) else 0  # half copies of the scores and of the correction
+    psi_bytes = 4 * psi_q.shape[-1] * 3  # float32 feature rows of queries and keys, and the scaled query rows
     neg_inf = float("-inf")
-    for block in support_blocks(inputs, params):
-        scores = block.q @ block.k.transpose(-1, -2)
-        scores.mul_(inputs.scale.unsqueeze(1)).masked_fill_(~block.valid, neg_inf)
-        block_max = _scatter(scores.amax(-1, keepdim=True), block.q_pos, n, fill=neg_inf)
-        new_reference = torch.maximum(reference, block_max)
-        rescale = torch.exp(reference - new_reference)
-        numerator, denominator = numerator * rescale, denominator * rescale
+    for group in support_groups(inputs, params, plan, half_bytes, psi_bytes):
+        scores = group.scores(stats).masked_fill_(~group.valid, neg_inf)
+        rows = group.q_index.reshape(-1)
+        # A query can sit in several blocks of a group (one per round): scatter_reduce takes the largest.
+        new_reference = reference.scatter_reduce(0, rows, scores.amax(-1).reshape(-1), "amax")
+        rescale = torch.exp(reference - new_reference).unsqueeze(-1)
+        numerator.mul_(rescale)
+        denominator.mul_(rescale)
         reference = new_reference
-        ref_rows = _gather(_with_dummy(reference), block.q_pos)  # (B, C, c, 1)
-        lr_rows = _gather(low_rank_log_pad, block.q_pos)
-        estimate = _gather(psi_q, block.q_pos) @ _gather(psi_k, block.k_pos).transpose(-1, -2)
-        estimate.mul_(torch.exp(lr_rows - ref_rows))
-        # S_ij = exp(beta q.k) - phi(q).phi(k) on the support, in units of exp(reference)
-        correction = torch.exp_(scores.sub_(ref_rows)).sub_(estimate).masked_fill_(~block.valid, 0.0)
-        numerator = numerator + _scatter(correction @ block.v, block.q_pos, n)
-        denominator = denominator + _scatter(correction.sum(-1, keepdim=True), block.q_pos, n)
-    output = numerator / safe_denominator(denominator)
+        ref_rows = reference[group.q_index]  # (G, c)
+        # S_ij = exp(beta q.k) - phi(q).phi(k) on the support, in units of exp(reference); the per-row scale of
+        # phi(q) is folded into its rows, and the estimate is subtracted in place (no second c x c tensor).
+        correction = torch.exp_(scores.sub_(ref_rows.unsqueeze(-1)))
+        psi_q_rows = gather_rows(psi_q, group.q_index).to(stats)
+        psi_q_rows = psi_q_rows.mul_(torch.exp(low_rank_log[group.q_index] - ref_rows).unsqueeze(-1))
+        psi_k_rows = gather_rows(psi_k, group.k_index).to(stats)
+        correction.baddbmm_(psi_q_rows, psi_k_rows.transpose(1, 2), alpha=-1)
+        del psi_q_rows, psi_k_rows
+        correction.masked_fill_(~group.valid, 0.0)
+        values = torch.bmm(correction.to(inputs.dtype), group.v).reshape(-1, dv)
+        # A query found in several rounds of one group is added in a fixed order (CUDA's index_add_ has none).
+        index_add_in_order_(numerator, 0, rows, values.to(stats))
+        index_add_in_order_(denominator, 0, rows, correction.sum(-1).reshape(-1, 1))
+    output = (numerator / safe_denominator(denominator)).view(b, n, dv).to(inputs.dtype)
 
-    cache: dict[str, DenseSplit] = {}
+    cache: dict[str, Any] = {}
+    # The dense views of half-precision inputs are built from their float32 copy (its features too).
+    wide = float32_copy(inputs)
+
+    def dense_features() -> tuple[LogFeatures, LogFeatures]:
+        if "features" not in cache:
+            cache["features"] = (phi_q, phi_k) if wide is inputs else _feature_pair(wide, params)
+        return cache["features"]
 
     def dense_split() -> DenseSplit:
         if "split" not in cache:
-            cache["split"] = DenseSplit.build(inputs, params, phi_q, phi_k)
+            cache["split"] = DenseSplit.build(wide, params, *dense_features())
         return cache["split"]
 
     parts = {
@@ -141,7 +139,7 @@ def _run(inputs: AttentionInputs, params: dict[str, Any]) -> Approximation:
         "low_rank": lambda: dense_split().low_rank / dense_split().denominator,
         "naive_sum": lambda: dense_split().naive_sum(),
         "unnormalized_sparse": lambda: dense_split().unnormalized_sparse(),
-        "unnormalized_low_rank": lambda: unnormalized_estimate(phi_q, phi_k),
+        "unnormalized_low_rank": lambda: unnormalized_estimate(*dense_features()),
     }
     return make_result(inputs, "scatterbrain", output, dense=lambda: dense_split().attention(), parts=parts)
 
@@ -244,5 +242,6 @@ register(
         budget=scatterbrain_budget,
         cost=scatterbrain_cost,
         randomized=True,
+        half_native=True,
     )
 )

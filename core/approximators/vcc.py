@@ -280,9 +280,11 @@ def _run(inputs: AttentionInputs, params: dict[str, Any]) -> Approximation:
     hierarchy = vcc_tree.build_hierarchy(n_c, params["mode"], params["block_size"])
     budgets, budget_note = plan_budgets(hierarchy, params)
     heads = inputs.batch_shape[-1] if params["share_heads"] and inputs.batch_shape else 1
+    # With the default VIPs (the first positions) C is a slice of the keys, not an n x d copy.
+    keys_c = inputs.k[:, n_p:] if vip == list(range(n_p)) else inputs.k[:, c_index]
     selection = vcc_tree.select(
         inputs.q[:, vip_index],
-        inputs.k[:, c_index],
+        keys_c,
         inputs.scale,
         hierarchy,
         budgets,

@@ -1,0 +1,90 @@
+"""Working sets that match the cost model (issue #31): at n = 4096 (d = 64, one head, float32, budget 1/8) every method
+on an efficient path peaks within 1.5x of its ``cost.memory`` x 4 bytes, measured as benchmarks/memory_model.py does
+(``core.profiling.measure_peak`` after a warm-up, glibc's mmap threshold fixed so the peak counts live tensors).
+
+Each measurement runs in a fresh interpreter, so nothing this test process allocated (or its allocator's state) is
+seen. A control run gives Performer an extra n x n / 8 float32 tensor and checks that the measurement sees it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import core
+from benchmarks.memory_model import NOT_EFFICIENT
+
+if not sys.platform.startswith("linux"):
+    pytest.skip("the CPU peak is the Linux resident-set high-water mark", allow_module_level=True)
+
+REPO = Path(__file__).resolve().parent.parent
+N = 4096
+LIMIT = 1.5
+EFFICIENT = [name for name in core.methods() if name not in NOT_EFFICIENT]
+
+SCRIPT = r"""
+import json, sys
+import torch
+torch.set_num_threads(1)
+import core
+from benchmarks import memory_model
+
+methods, n, extra_eighth = json.loads(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1"
+if extra_eighth:  # the control: Performer also holds an n x n / 8 float32 tensor at its peak
+    spec = core.registry.get("performer")
+    original = spec.fn
+
+    def bloated(inputs, params):
+        extra = torch.ones(inputs.n, inputs.n // 8)
+        result = original(inputs, params)
+        del extra
+        return result
+
+    object.__setattr__(spec, "fn", bloated)
+if not memory_model.steady_allocator():
+    sys.exit(3)
+rows = memory_model.run_memory((n,), torch.device("cpu"), methods)
+print(json.dumps({row["method"]: row.get("ratio") for row in rows}))
+"""
+
+
+def _ratios(methods: list[str], extra_eighth: bool = False) -> dict[str, float]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    process = subprocess.run(
+        [sys.executable, "-c", SCRIPT, json.dumps(methods), str(N), "1" if extra_eighth else "0"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if process.returncode == 3:
+        pytest.skip("no glibc mallopt: the CPU peak would count heap reuse, not the working set")
+    assert process.returncode == 0, process.stderr[-3000:]
+    return json.loads(process.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def ratios() -> dict[str, float]:
+    return _ratios(EFFICIENT)
+
+
+def test_the_efficient_paths_are_listed() -> None:
+    assert {"performer", "lsh", "local", "scatterbrain", "nystrom", "linformer", "vcc", "linear_elu"} <= set(EFFICIENT)
+
+
+@pytest.mark.parametrize("method", EFFICIENT)
+def test_peak_memory_is_within_one_and_a_half_times_the_model(method: str, ratios: dict[str, float]) -> None:
+    ratio = ratios[method]
+    assert ratio is not None and ratio <= LIMIT, f"{method}: peak is {ratio:.2f}x its cost model at n = {N}"
+
+
+def test_an_extra_eighth_of_n_squared_is_seen() -> None:
+    ratio = _ratios(["performer"], extra_eighth=True)["performer"]
+    # The model is 8 MiB at n = 4096; the extra tensor alone is 8 MiB more.
+    assert ratio > LIMIT, ratio
