@@ -22,7 +22,7 @@ from core import cancel as core_cancel
 from core import device as core_device
 from core import metrics
 from ui import result_cache, views
-from ui.figures.downsampling import block_factor, block_reduce
+from ui.figures.downsampling import Matrix, block_factor, block_reduce
 from ui.jobs import light_work
 from ui.views import ExactAttention, InputSpec, MethodParts, MethodRun
 
@@ -83,7 +83,7 @@ def tensors(spec: InputSpec, device: torch.device) -> tuple[torch.Tensor, torch.
 # ------------------------------------------------------------------ downsampling
 
 
-def display(a: np.ndarray, mode: str = "max") -> np.ndarray:
+def display(a: Matrix, mode: str = "max") -> Matrix:
     """Block-reduce (..., n, n) to at most DISPLAY_MAX per side."""
     return block_reduce(a, block_factor(a.shape[-1]), mode)
 
@@ -100,12 +100,21 @@ def reorder(a: np.ndarray, order: np.ndarray) -> np.ndarray:
     return a[..., order, :][..., order]
 
 
-def reduce_in_cluster_order(a: np.ndarray, factor: int, mode: str, order: np.ndarray | None) -> np.ndarray | None:
+def reduce_in_cluster_order(
+    a: np.ndarray | torch.Tensor, factor: int, mode: str, order: np.ndarray | None
+) -> np.ndarray | None:
     """``a`` reordered at full resolution, then block-reduced: a reduced map cannot be sorted afterwards, since its
-    blocks mix clusters. None when nothing is reduced (the page reorders the full map) or there are no clusters."""
+    blocks mix clusters. None when nothing is reduced (the page reorders the full map) or there are no clusters.
+    A tensor is reordered and reduced on its device; the small result comes back as a NumPy array."""
     if factor <= 1 or order is None:
         return None
-    if a.ndim > 2:  # one head at a time: a reordered copy of every head at n = 4096 would cost hundreds of MB
+    if isinstance(a, torch.Tensor):
+        index = torch.from_numpy(order).to(a.device)
+        # one head at a time: a reordered copy of every head at n = 4096 would cost hundreds of MB
+        heads = a.reshape(-1, *a.shape[-2:])
+        reduced = [block_reduce(h.index_select(0, index).index_select(1, index), factor, mode) for h in heads]
+        return torch.stack(reduced).reshape(*a.shape[:-2], *reduced[0].shape).cpu().numpy()
+    if a.ndim > 2:
         return np.stack([reduce_in_cluster_order(h, factor, mode, order) for h in a])  # type: ignore[misc]
     return block_reduce(reorder(a, order), factor, mode)
 
@@ -149,14 +158,15 @@ def exact_now(view: ExactAttention) -> ExactResult:
     attention = result.attention()
     core_cancel.check()  # at large n each step takes seconds: a closed tab stops the page run between them
     entropy = metrics.mean_row_entropy(attention).cpu().numpy()
-    dense = attention.float().cpu().numpy()
     reduced = spec.n > CACHE_FULL_MAX_N
     in_order = None
-    if reduced:
+    if reduced:  # reduced where the matrix lives (a GPU's copy to the host is then small)
         core_cancel.check()
-        in_order = reduce_in_cluster_order(dense, block_factor(spec.n), "max", cluster_order(spec))
+        in_order = reduce_in_cluster_order(attention.float(), block_factor(spec.n), "max", cluster_order(spec))
         core_cancel.check()
-        dense = display(dense)
+        dense = display(attention.float()).cpu().numpy()
+    else:
+        dense = attention.float().cpu().numpy()
     output = result.output.float().cpu().numpy()
     return ExactResult(dense, reduced, output, entropy, seconds, dev.type, in_order)
 
@@ -262,22 +272,24 @@ def run_method_now(run: MethodRun) -> MethodResult:
     }
     core_cancel.check()
     factor = block_factor(spec.n)
-    approx_np = approx.cpu().numpy()
-    error_np = (approx - exact_dense).cpu().numpy()
+    error = approx - exact_dense
     order = cluster_order(spec) if factor > 1 else None
     in_order = None
+    # Reduced on the device, then copied: the host gets display-sized maps, not n x n ones.
     if order is not None:
-        in_order = {"attention": reduce_in_cluster_order(approx_np, factor, "max", order)}
+        in_order = {"attention": reduce_in_cluster_order(approx, factor, "max", order)}
         core_cancel.check()  # each reduction of a large n takes a second or more
-        in_order["error"] = reduce_in_cluster_order(error_np, factor, "absmax", order)
+        in_order["error"] = reduce_in_cluster_order(error, factor, "absmax", order)
         core_cancel.check()
-    attention_shown = block_reduce(approx_np, factor, "max")
+    attention_shown = block_reduce(approx, factor, "max").cpu().numpy()
+    error_shown = block_reduce(error, factor, "absmax").cpu().numpy()
+    del error
     core_cancel.check()
     return MethodResult(
         method=run.method,
         params=dict(result.params),
         attention=attention_shown,
-        error=block_reduce(error_np, factor, "absmax"),
+        error=error_shown,
         factor=factor,
         metrics=per_head,
         memory=int(result.cost.memory),
