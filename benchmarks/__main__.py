@@ -75,6 +75,28 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "--quick --out /tmp/bench",
     ),
     Benchmark(
+        "benchmarks.precision",
+        "every method in bfloat16 and float16 against its float32 call and exact float64 attention, n = 1024",
+        "python -m benchmarks.precision   (and --device cuda on a GPU host)",
+        "precision_*.{md,json}",
+        "--quick --out /tmp/bench",
+    ),
+    Benchmark(
+        "benchmarks.memory_model",
+        "every method's measured peak memory against its cost model at n = 4K and 16K; Performer's time slope",
+        "python -m benchmarks.memory_model   (and --slope: the committed Performer beside the working tree)",
+        "memory_model_*.{md,json}, performer_slope_cpu.{md,json}",
+        "--quick --out /tmp/bench",
+    ),
+    Benchmark(
+        "benchmarks.gpu",
+        "the GPU check: facts, CUDA and engine tests on the device, every method at n = 1K..64K in float32 and "
+        "bfloat16 against flash SDPA, Compare's default view, every page through AppTest (scripts/gpu-check.sh)",
+        "python -m benchmarks.gpu OUT   (scripts/gpu-check.sh OUT on a bare GPU host; --dry-run: the CPU rehearsal)",
+        "gpu_check_*.{md,json}",
+        "/tmp/bench --dry-run --steps facts,scaling",
+    ),
+    Benchmark(
         "core.claims",
         "every checkable claim of the four papers, measured (the Paper claims page's committed rows)",
         "python -m core.claims",
