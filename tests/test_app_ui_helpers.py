@@ -71,6 +71,32 @@ def test_block_reduce_keeps_peaks_and_signs(n: int) -> None:
     assert compute.block_factor(4096) == 8 and compute.block_factor(512) == 1
 
 
+@pytest.mark.parametrize("mode", ["max", "absmax", "mean", "any"])
+@pytest.mark.parametrize("shape", [(3, 100, 100), (64, 64), (2, 37, 41)])
+def test_block_reduce_of_a_tensor_gives_the_numpy_numbers(mode: str, shape: tuple[int, ...]) -> None:
+    """Maps are reduced on their device before the copy to the host (ui.compute): the torch path must draw the same
+    picture as the NumPy one, padding and ties included."""
+    import torch
+
+    a = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    a[..., 0, :3] = a[..., 0, :1]  # ties inside a block: the first one wins in both
+    if mode == "any":
+        a = a > 1
+    for factor in (2, 3, 8):
+        expected = compute.block_reduce(a, factor, mode)
+        got = compute.block_reduce(torch.from_numpy(a), factor, mode)
+        assert isinstance(got, torch.Tensor) and got.numpy().dtype == expected.dtype
+        if mode == "mean":  # float sums in another order
+            np.testing.assert_allclose(got.numpy(), expected, rtol=1e-6, atol=1e-7)
+        else:
+            np.testing.assert_array_equal(got.numpy(), expected)
+    order = np.random.default_rng(2).permutation(shape[-1]) if shape[-1] == shape[-2] else None
+    if order is not None:
+        expected_in_order = compute.reduce_in_cluster_order(a, 8, mode, order)
+        got_in_order = compute.reduce_in_cluster_order(torch.from_numpy(a), 8, mode, order)
+        np.testing.assert_allclose(got_in_order, expected_in_order, rtol=1e-6, atol=1e-7)
+
+
 def test_png_bytes_has_one_pixel_per_entry_and_uses_the_colormap() -> None:
     a = np.linspace(0, 1, 30 * 20, dtype=np.float32).reshape(30, 20)
     image = Image.open(io.BytesIO(figures.png_bytes(a)))
