@@ -69,6 +69,18 @@ def _whole_number(raw: Any) -> Any:
     return value
 
 
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+def _redis_url(raw: Any) -> Any:
+    if isinstance(raw, str):
+        url = raw.strip()
+        if not url.startswith(REDIS_SCHEMES) or not url.split("://", 1)[1]:
+            raise ValueError("not a Redis URL")
+        return url
+    return raw
+
+
 Switch = Annotated[bool, BeforeValidator(_switch)]
 Seconds = Annotated[float, BeforeValidator(_number), Gt(0)]
 SlotCount = Annotated[int, BeforeValidator(_whole_number), Ge(1), Le(64)]
@@ -94,6 +106,14 @@ class AppConfig(BaseSettings):
         "path",
         "a directory (created when missing)",
         "`.cache/results` in the repository",
+    )
+    cache_url: Annotated[str, BeforeValidator(_redis_url)] | None = _declare(
+        None,
+        "A Redis server that holds the result cache instead of the folder, shared by every host that names it "
+        "(`redis://host:6379/0`). Bound its memory with Redis's `maxmemory` and `maxmemory-policy allkeys-lru`.",
+        "URL",
+        "a redis://, rediss:// or unix:// URL, or unset",
+        "unset (the on-disk cache folder)",
     )
     cache_bytes: Annotated[int, BeforeValidator(_whole_number), Ge(1)] = _declare(
         GIB,

@@ -29,6 +29,7 @@ BAD_VALUES = {
     "developer": ["sure"],
     "malloc_mmap_bytes": ["-1", "1.5", str(32 * 2**20 + 1), "junk"],
     "plotly_bundle": ["cdn"],
+    "cache_url": ["http://127.0.0.1:6379", "127.0.0.1:6379", "redis://"],
 }
 GOOD_VALUES = {
     "cache_dir": [("/tmp/somewhere", Path("/tmp/somewhere"))],
@@ -44,6 +45,10 @@ GOOD_VALUES = {
     "developer": [(" Yes ", True), ("off", False)],
     "malloc_mmap_bytes": [("1048576", 1048576), (" 2e6 ", 2_000_000), ("0", 0)],
     "plotly_bundle": [("served", "served")],
+    "cache_url": [
+        (" redis://cache:6379/0 ", "redis://cache:6379/0"),
+        ("unix:///run/redis.sock", "unix:///run/redis.sock"),
+    ],
 }
 
 

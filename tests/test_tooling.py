@@ -268,6 +268,11 @@ def test_ci_installs_nginx_for_the_proxy_test() -> None:
     assert "/usr/sbin/nginx" in ci and re.search(r"apt-get install -y\b.*\bnginx\b", ci)
 
 
+def test_ci_installs_redis_server_for_the_redis_cache_tests() -> None:
+    ci = (REPO_ROOT / ".ci" / "run").read_text()
+    assert "/usr/bin/redis-server" in ci and re.search(r"apt-get install -y\b.*\bredis-server\b", ci)
+
+
 @pytest.mark.slow
 def test_replica_launcher_serves_through_nginx_and_stops_everything_on_sigterm(tmp_path: Path) -> None:
     import signal

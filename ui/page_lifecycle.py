@@ -226,6 +226,7 @@ def finish_page() -> None:
     state = current()
     session = session_store()
     session.setdefault("controls", {})[state.page] = dict(state.controls)
+    _cache_backend_notice(session)
     if state.first_run:
         unknown = [k for k in state.raw if k not in state.controls and k not in PLAIN_KEYS]
         if unknown:
@@ -242,6 +243,16 @@ def finish_page() -> None:
     # A fragment rerun reuses this state: its URL values were applied in this run and must not be re-applied.
     state.first_run = False
     state.finished = True
+
+
+def _cache_backend_notice(session: dict[str, Any]) -> None:
+    """Once per session: the shared result cache (Redis) does not answer, so this page computed without it."""
+    from ui import result_cache
+
+    problem = result_cache.backend_problem()
+    if problem and not session.get("cache_backend_noticed"):
+        session["cache_backend_noticed"] = True
+        notice(f"**Result cache**: {problem} Results are computed here without it until it answers again.")
 
 
 def fragment_rerun() -> bool:

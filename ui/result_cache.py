@@ -1,9 +1,15 @@
-"""The shared on-disk result cache: identical settings are computed once and served to every session.
+"""The shared result cache: identical settings are computed once and served to every session.
 
-A ``diskcache.Cache`` at ``ATTN_EXPLORER_CACHE_DIR`` (default ``<repo>/.cache/results``), shared by every server
-process on the host and kept across restarts. Bounded by ``ATTN_EXPLORER_CACHE_BYTES`` (default 1 GiB) with
+By default a ``diskcache.Cache`` at ``ATTN_EXPLORER_CACHE_DIR`` (default ``<repo>/.cache/results``), shared by every
+server process on the host and kept across restarts. Bounded by ``ATTN_EXPLORER_CACHE_BYTES`` (default 1 GiB) with
 least-recently-used eviction. Statistics are on, so any process reads hits/misses with
 ``diskcache.Cache(dir).stats()``.
+
+With ``ATTN_EXPLORER_CACHE_URL`` (``redis://host:6379/0``) the entries live in Redis instead, shared by every host
+that names the server: the same bytes under ``attn-explorer:results:<key>``, hit, miss and memory-hit counters under
+``attn-explorer:counters:<name>``. Redis bounds its memory itself (``maxmemory`` with ``allkeys-lru``). A server that
+does not answer within ``REDIS_TIMEOUT_S`` turns every call into a miss (pages compute without the cache) for
+``REDIS_RETRY_S``, with one logged warning and ``backend_problem()`` saying so; the first call after that tries again.
 
 In front of it, each process keeps a ``MemoryLayer``: decoded values shared by all its sessions, bounded in bytes
 by ``ATTN_EXPLORER_MEMORY_CACHE_BYTES``. Its values are frozen (read-only arrays), so one copy serves every session.
@@ -20,12 +26,14 @@ LRU).
 
 from __future__ import annotations
 
+import atexit
 import concurrent.futures
 import dataclasses
 import hashlib
 import importlib
 import io
 import json
+import logging
 import math
 import sqlite3
 import threading
@@ -33,6 +41,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import cachetools
 import diskcache  # type: ignore[import-untyped]
@@ -78,6 +87,11 @@ def size_limit() -> int:
     return int(config.read("cache_bytes"))
 
 
+def cache_url() -> str | None:
+    """``ATTN_EXPLORER_CACHE_URL``: the Redis server holding the cache, or None for the folder."""
+    return config.read("cache_url")
+
+
 _lock = threading.Lock()
 _caches: dict[tuple[str, Any], diskcache.Cache] = {}
 
@@ -96,6 +110,200 @@ def get_cache() -> diskcache.Cache:
             cache.stats(enable=True)
             _caches[(where, limit)] = cache
         return cache
+
+
+# ------------------------------------------------------------------ the Redis backend
+
+REDIS_RESULTS = "attn-explorer:results:"  # + make_key's key
+REDIS_COUNTERS = "attn-explorer:counters:"  # + counter name
+REDIS_TIMEOUT_S = 0.5  # connect and read: a dead or unreachable server never holds a page longer
+REDIS_RETRY_S = 5.0  # after a failure, calls are misses without a connection attempt for this long
+HITS, MISSES = "hits", "misses"
+
+_log = logging.getLogger(__name__)
+
+
+def _redacted(url: str) -> str:
+    """``url`` without a password (in its user part or its query)."""
+    parts = urlsplit(url)
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2], query="").geturl()
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class RedisCounters:
+    """Cross-process counters in Redis, with ``diskcache.Cache``'s ``incr`` and ``get``; a lost server loses counts."""
+
+    def __init__(self, store: RedisStore) -> None:
+        self.store = store
+
+    def incr(self, key: str, delta: int = 1, **_diskcache_options: Any) -> int:
+        return int(self.store.call(lambda client: client.incrby(REDIS_COUNTERS + key, delta), 0))
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = self.store.call(lambda client: client.get(REDIS_COUNTERS + key), None)
+        return default if value is None else int(value)
+
+
+class RedisStore:
+    """This process's view of one Redis server holding the cache: its entries, its counters and whether it answers.
+
+    A connection error or timeout marks the server down for ``REDIS_RETRY_S``: meanwhile every call returns its
+    fallback (a miss, a refused put) at once, and ``problem`` says so. The first call after that tries again."""
+
+    def __init__(self, url: str) -> None:
+        import redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        self.url = url
+        self.where = _redacted(url)
+        self._errors = redis.exceptions
+        # No retries (redis-py's default retries with a back-off of up to seconds): a failed call is a miss, and
+        # the pool itself reopens a connection that the server closed (a restart between two calls).
+        self.client = redis.Redis.from_url(
+            url,
+            socket_timeout=REDIS_TIMEOUT_S,
+            socket_connect_timeout=REDIS_TIMEOUT_S,
+            retry=Retry(NoBackoff(), 0),
+            retry_on_timeout=False,
+        )
+        self.counters = RedisCounters(self)
+        self.problem: str | None = None
+        self._down_until = 0.0
+        self._state_lock = threading.Lock()
+        self._policy_checked = False
+
+    def call(self, operation: Callable[[Any], T], fallback: T) -> T:
+        """``operation(client)``, or ``fallback`` while the server is down or when it refuses the command."""
+        if self.problem is not None and time.monotonic() < self._down_until:
+            return fallback
+        try:
+            result = operation(self.client)
+        except (self._errors.ConnectionError, self._errors.TimeoutError, OSError) as error:
+            self._went_away(error)
+            return fallback
+        except self._errors.RedisError as error:  # it answered, with an error (e.g. a value above maxmemory)
+            _log.debug("result cache: Redis at %s refused a command: %s", self.where, error)
+            return fallback
+        if self.problem is not None:
+            self._came_back()
+        return result
+
+    def _went_away(self, error: Exception) -> None:
+        with self._state_lock:
+            first = self.problem is None
+            self._down_until = time.monotonic() + REDIS_RETRY_S
+            self.problem = (
+                f"The shared result cache (Redis at {self.where}) does not answer: results are computed without it "
+                f"until it does."
+            )
+        self.client.connection_pool.disconnect(inuse_connections=False)  # idle ones: none is stale once it is back
+        if first:
+            _log.warning(
+                "result cache: Redis at %s does not answer (%s); computing without the cache, retrying every %g s",
+                self.where,
+                error,
+                REDIS_RETRY_S,
+            )
+
+    def _came_back(self) -> None:
+        with self._state_lock:
+            if self.problem is None:
+                return
+            self.problem = None
+        _log.warning("result cache: Redis at %s answers again; the cache is back", self.where)
+
+    def refresh(self) -> None:
+        """Ask the server again if it was down and the back-off is over (``backend_problem`` is then current)."""
+        if self.problem is not None and time.monotonic() >= self._down_until:
+            self.call(lambda client: client.ping(), None)
+
+    def get(self, full: str) -> bytes | None:
+        data = self.call(lambda client: client.get(REDIS_RESULTS + full), None)
+        return data if isinstance(data, bytes) else None
+
+    def contains(self, full: str) -> bool:
+        return bool(self.call(lambda client: client.exists(REDIS_RESULTS + full), 0))
+
+    def set(self, full: str, data: bytes) -> bool:
+        if not self._policy_checked:
+            self._warn_if_unbounded()
+            self._policy_checked = self.problem is None  # asked again when the server was down
+        return bool(self.call(lambda client: client.set(REDIS_RESULTS + full, data), False))
+
+    def delete(self, full: str) -> None:
+        self.call(lambda client: client.delete(REDIS_RESULTS + full), 0)
+
+    def _warn_if_unbounded(self) -> None:
+        """One warning when the server would grow without bound (managed servers that refuse CONFIG are trusted)."""
+        settings = self.call(lambda client: client.config_get("maxmemory*"), None)
+        if not settings:
+            return
+        text = {_text(name): _text(value) for name, value in settings.items()}
+        limit, policy = text.get("maxmemory", "0"), text.get("maxmemory-policy", "")
+        if limit == "0" or not policy.startswith("allkeys-"):
+            _log.warning(
+                "result cache: Redis at %s has maxmemory %s and policy %s; set maxmemory and "
+                "maxmemory-policy allkeys-lru, or the cache grows until the server refuses writes",
+                self.where,
+                limit,
+                policy,
+            )
+
+    def _result_keys(self, client: Any) -> list[bytes]:
+        return list(client.scan_iter(match=REDIS_RESULTS + "*", count=1000))
+
+    def volume(self) -> int:
+        """Bytes of the stored values (not Redis's own overhead per key)."""
+
+        def total(client: Any) -> int:
+            pipe = client.pipeline(transaction=False)
+            for key in self._result_keys(client):
+                pipe.strlen(key)
+            return sum(int(n) for n in pipe.execute())
+
+        return self.call(total, 0)
+
+    def clear(self) -> None:
+        """Drop every entry and the hit and miss counters (other keys of the database are left alone)."""
+
+        def drop(client: Any) -> None:
+            keys = self._result_keys(client)
+            for start in range(0, len(keys), 1000):
+                client.unlink(*keys[start : start + 1000])
+            client.delete(REDIS_COUNTERS + HITS, REDIS_COUNTERS + MISSES)
+
+        self.call(drop, None)
+
+
+_redis_stores: dict[str, RedisStore] = {}
+
+
+def redis_store() -> RedisStore | None:
+    """This process's handle on the Redis server of ``ATTN_EXPLORER_CACHE_URL``, or None when it is unset."""
+    url = cache_url()
+    return None if url is None else _redis_store_at(url)
+
+
+def _redis_store_at(url: str) -> RedisStore:
+    with _lock:
+        store = _redis_stores.get(url)
+        if store is None:
+            store = _redis_stores[url] = RedisStore(url)
+        return store
+
+
+def backend_problem() -> str | None:
+    """A short message while the cache's Redis server does not answer (pages then compute without the cache), else
+    None. Always None for the on-disk cache."""
+    store = redis_store()
+    if store is None:
+        return None
+    store.refresh()
+    return store.problem
 
 
 # ------------------------------------------------------------------ keys
@@ -337,17 +545,25 @@ def get_key(full: str) -> Any | None:
         pending = _pending_writes.get(full)
     if pending is not None:  # computed here, still on its way to disk
         return pending
-    cache = get_cache()
-    try:
-        data = cache.get(full, default=None, retry=True)
-    except diskcache.Timeout:
-        return None
+    store = redis_store()
+    if store is not None:
+        data = store.get(full)
+        _count(store.url, MISSES if data is None else HITS)
+    else:
+        cache = get_cache()
+        try:
+            data = cache.get(full, default=None, retry=True)
+        except diskcache.Timeout:
+            return None
     if not isinstance(data, bytes):
         return None
     try:
         return decode(data)
     except (ValueError, KeyError, TypeError, OSError, AttributeError, ImportError):
-        cache.delete(full, retry=True)
+        if store is not None:
+            store.delete(full)
+        else:
+            cache.delete(full, retry=True)
         return None
 
 
@@ -358,6 +574,9 @@ def contains(name: str, key: Any) -> bool:
     with _writes_lock:
         if full in _pending_writes:
             return True
+    store = redis_store()
+    if store is not None:
+        return store.contains(full)
     try:
         return full in get_cache()
     except sqlite3.OperationalError:  # the index is busy past its timeout: report a miss, as ``get`` does
@@ -375,6 +594,9 @@ def put_key(full: str, value: Any) -> bool:
         data = encode(value)
     except TypeError:
         return False
+    store = redis_store()
+    if store is not None:  # bounded by the server's maxmemory policy, not here
+        return store.set(full, data)
     cache = get_cache()
     limit = size_limit()
     if len(data) > limit // 2:
@@ -448,13 +670,20 @@ COUNTERS_DIR = "counters"  # a small cache of its own: reading a counter must no
 MEMORY_HITS = "memory_hits"
 
 
-def counters() -> diskcache.Cache:
-    """Cross-process counters beside the result cache (``diskcache.Cache(<dir>/counters)``), one handle per
-    process and directory: opening one costs SQLite set-up."""
-    return _counters_at(str(cache_dir() / COUNTERS_DIR))
+def counters() -> diskcache.Cache | RedisCounters:
+    """Cross-process counters beside the result cache (``diskcache.Cache(<dir>/counters)``, or keys in Redis), one
+    handle per process and place: opening one costs SQLite set-up."""
+    return _counters_at(_counters_place())
 
 
-def _counters_at(where: str) -> diskcache.Cache:
+def _counters_place() -> str:
+    """The Redis URL, or the counters folder of the on-disk cache."""
+    return cache_url() or str(cache_dir() / COUNTERS_DIR)
+
+
+def _counters_at(where: str) -> diskcache.Cache | RedisCounters:
+    if where.startswith(config.REDIS_SCHEMES):
+        return _redis_store_at(where).counters
     with _lock:
         store = _caches.get((where, COUNTERS_DIR))
         if store is None:
@@ -462,7 +691,7 @@ def _counters_at(where: str) -> diskcache.Cache:
         return store
 
 
-_pending_hits: dict[str, int] = {}  # counters folder -> memory hits not yet added to it
+_pending_counts: dict[tuple[str, str], int] = {}  # (counters place, counter) -> count not yet added to it
 _pending_lock = threading.Lock()
 _flusher: threading.Thread | None = None
 FLUSH_SECONDS = 0.25
@@ -474,37 +703,52 @@ def count_memory_hit() -> None:
     Counted in memory and added to the shared counter by a background thread every FLUSH_SECONDS: one SQLite
     write per flush instead of one per hit, because a class of 40 sessions' hits otherwise queue on SQLite's
     write lock (a py-spy profile of 40 cached sessions found script threads waiting there)."""
+    _count(_counters_place(), MEMORY_HITS)
+
+
+def _count(where: str, counter: str) -> None:
     global _flusher  # noqa: PLW0603
-    where = str(cache_dir() / COUNTERS_DIR)
     with _pending_lock:
-        _pending_hits[where] = _pending_hits.get(where, 0) + 1
+        _pending_counts[(where, counter)] = _pending_counts.get((where, counter), 0) + 1
         if _flusher is None or not _flusher.is_alive():
             _flusher = threading.Thread(target=_flush_forever, name="result-cache-counters", daemon=True)
             _flusher.start()
 
 
 def flush_counters() -> None:
-    """Add the memory hits counted in this process to the shared counters now."""
+    """Add the memory hits (and, with Redis, the hits and misses) counted in this process to the shared counters."""
     with _pending_lock:
-        pending = dict(_pending_hits)
-        _pending_hits.clear()
-    for where, hits in pending.items():
-        _counters_at(where).incr(MEMORY_HITS, hits, retry=True)
+        pending = dict(_pending_counts)
+        _pending_counts.clear()
+    for (where, counter), count in pending.items():
+        _counters_at(where).incr(counter, count, retry=True)
 
 
 def _flush_forever() -> None:
     while True:
         time.sleep(FLUSH_SECONDS)
-        try:
-            flush_counters()
-        except Exception:  # noqa: BLE001  (a counter write that fails, e.g. a removed folder, loses those counts only)
-            pass
+        _flush_quietly()
+
+
+def _flush_quietly() -> None:
+    try:
+        flush_counters()
+    except Exception:  # noqa: BLE001  (a counter write that fails, e.g. a removed folder, loses those counts only)
+        pass
+
+
+atexit.register(_flush_quietly)  # a process that ends between two flushes still adds its counts
 
 
 def stats() -> dict[str, int]:
     """Hits and misses counted by every process on this cache, its size in bytes, and memory hits (engine calls
     that a process served from its own memory cache, so the disk cache never saw them)."""
     flush_writes()
+    store = redis_store()
+    if store is not None:
+        flush_counters()
+        hits, misses, memory_hits = (int(store.counters.get(name, 0)) for name in (HITS, MISSES, MEMORY_HITS))
+        return {"hits": hits, "misses": misses, "size_bytes": store.volume(), "memory_hits": memory_hits}
     cache = get_cache()
     hits, misses = cache.stats()
     flush_counters()
@@ -515,6 +759,13 @@ def stats() -> dict[str, int]:
 def clear() -> None:
     """Empty the cache and reset its statistics."""
     flush_writes()
+    store = redis_store()
+    if store is not None:
+        with _pending_lock:
+            for counter in (HITS, MISSES):
+                _pending_counts.pop((store.url, counter), None)
+        store.clear()
+        return
     cache = get_cache()
     cache.clear(retry=True)
     cache.stats(enable=True, reset=True)
