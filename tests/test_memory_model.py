@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 import core
 from benchmarks.memory_model import NOT_EFFICIENT
@@ -88,3 +89,17 @@ def test_an_extra_eighth_of_n_squared_is_seen() -> None:
     ratio = _ratios(["performer"], extra_eighth=True)["performer"]
     # The model is 8 MiB at n = 4096; the extra tensor alone is 8 MiB more.
     assert ratio > LIMIT, ratio
+
+
+@pytest.mark.parametrize(("rows", "width"), [(4096, 4 * 64), (1024, 8 * 1024), (16384, 16384)])
+def test_a_gpu_row_block_holds_at_most_a_quarter_of_its_pass(rows: int, width: int) -> None:
+    """A GPU's large blocks are capped by the pass itself: on the H100, VCC's 2^24-entry blocks made it 3.1x its
+    model at n = 4096. The CPU's cache-sized blocks are unchanged."""
+    from core.device import CPU_BLOCK_ENTRIES, MIN_BLOCK_ROWS, row_blocks
+
+    blocks = row_blocks(rows, width, torch.device("cuda"))
+    assert blocks[0].start == 0 and blocks[-1].stop == rows
+    largest = max(b.stop - b.start for b in blocks)
+    assert largest * width <= max(CPU_BLOCK_ENTRIES, rows * width // 4) + MIN_BLOCK_ROWS * width
+    cpu = row_blocks(rows, width, torch.device("cpu"))
+    assert cpu[0].stop - cpu[0].start == max(1, CPU_BLOCK_ENTRIES // width // MIN_BLOCK_ROWS) * MIN_BLOCK_ROWS
