@@ -63,15 +63,6 @@ BETA = 1 / 0.3  # tau 0.3, as benchmarks.suite
 ROW_BUDGET = 256  # stored scores per query: fixed parameters as n grows, as benchmarks.suite
 TRAINED_MAX_N = 1024  # learned_kernel trains per call: its time is training, not attention
 COMPARE_N = 4096
-# Cheap URL parameters per page for the dry run (the CPU); a GPU host opens every page on its default view.
-DRY_RUN_PAGE_PARAMS: dict[str, dict[str, str]] = {
-    "pages/2_Sparse_plus_low_rank.py": {"f4_draws": "1"},
-    "pages/3_Error_vs_entropy.py": {"points": "4"},
-    "pages/4_Regime_map.py": {"nb": "2", "ns": "2"},
-    "pages/6_Rank_vs_heads.py": {"steps": "20"},
-    "pages/7_Kernels.py": {"draws": "250", "lk_steps": "10"},
-    "pages/9_Paper_claims.py": {"papers": "rank-vs-heads"},
-}
 
 
 @dataclass(frozen=True)
@@ -134,14 +125,6 @@ def warm_median(
 
 def peak_bytes(call: Callable[[], Any], device: torch.device) -> float:
     """Memory one call adds at its peak: CUDA's allocator high-water mark, or the CPU resident-set rise."""
-    if device.type == "cuda":
-        synchronize(device)
-        torch.cuda.reset_peak_memory_stats(device)
-        before = torch.cuda.memory_allocated(device)
-        result = call()
-        synchronize(device)
-        del result
-        return float(torch.cuda.max_memory_allocated(device) - before)
     from core import profiling
 
     _, peak = profiling.measure_peak(call, device)
@@ -485,7 +468,7 @@ def pages(plan: Plan) -> list[dict[str, Any]]:
             continue
         params = {"device": plan.device.type}
         if plan.dry_run:
-            params.update(n="64", **DRY_RUN_PAGE_PARAMS.get(page.file, {}))
+            params.update(page_registry.SMOKE_PARAMS.get(page.file, {}))
         if plan.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(plan.device)
         started = time.perf_counter()

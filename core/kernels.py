@@ -360,9 +360,7 @@ def trig_nonpositive_fraction(
     count = len(scales)
     q_all = q64.expand(count, *q64.shape)
     k_all = k64.expand(count, *k64.shape)
-    scale_t = torch.tensor(list(scales), dtype=torch.float64, device=q.device).reshape(
-        count, *([1] * len(batch_shape))
-    )
+    scale_t = torch.tensor(list(scales), dtype=torch.float64, device=q.device).reshape(count, *([1] * len(batch_shape)))
     out = torch.zeros(len(features), count, dtype=torch.float64)
     for i, m in enumerate(features):
         total = torch.zeros(count, dtype=torch.float64, device=q.device)

@@ -12,15 +12,6 @@ from streamlit.testing.v1 import AppTest
 from ui import page_registry, share_box
 
 PAGES = [p.file for p in page_registry.ALL_PAGES]
-# Cheap settings per page for the smoke test (unknown keys on other pages just produce a notice).
-CHEAP = {
-    "pages/2_Sparse_plus_low_rank.py": {"f4_draws": "1"},
-    "pages/3_Error_vs_entropy.py": {"points": "4"},
-    "pages/4_Regime_map.py": {"nb": "2", "ns": "2"},
-    "pages/6_Rank_vs_heads.py": {"steps": "20"},
-    "pages/7_Kernels.py": {"draws": "250", "lk_steps": "10"},
-    "pages/9_Paper_claims.py": {"papers": "rank-vs-heads"},
-}
 
 
 def metrics(at: AppTest) -> dict[str, str]:
@@ -39,7 +30,7 @@ def share_link(at: AppTest) -> str:
 
 @pytest.mark.parametrize("path", PAGES)
 def test_every_page_renders_without_exception(path: str, open_page) -> None:
-    at = open_page(path, n="64", **CHEAP.get(path, {}))
+    at = open_page(path, **page_registry.SMOKE_PARAMS[path])
     assert not at.exception, [e.value for e in at.exception]
     assert at.title, f"{path} has no title"
     assert share_link(at)  # every page ends with ui.finish(): notices, link, settings

@@ -52,6 +52,17 @@ PAGES: tuple[Page, ...] = (
 )
 ALL_PAGES: tuple[Page, ...] = (HOME, *PAGES)  # Home first, as the sidebar lists them
 
+# Cheap URL parameters per page for smoke runs (AppTest, the GPU check's CPU dry run): a small n, and each page's
+# heaviest default knob turned down. Unknown keys on other pages only produce a notice.
+SMOKE_PARAMS: dict[str, dict[str, str]] = {p.file: {"n": "64"} for p in ALL_PAGES} | {
+    "pages/2_Sparse_plus_low_rank.py": {"n": "64", "f4_draws": "1"},
+    "pages/3_Error_vs_entropy.py": {"n": "64", "points": "4"},
+    "pages/4_Regime_map.py": {"n": "64", "nb": "2", "ns": "2"},
+    "pages/6_Rank_vs_heads.py": {"n": "64", "steps": "20"},
+    "pages/7_Kernels.py": {"n": "64", "draws": "250", "lk_steps": "10"},
+    "pages/9_Paper_claims.py": {"n": "64", "papers": "rank-vs-heads"},
+}
+
 # URL paths ("" is Home) of the pages that open without a Plotly chart.
 NO_CHART_AT_OPEN = frozenset(p.url_path for p in ALL_PAGES if not p.opens_on_chart)
 
