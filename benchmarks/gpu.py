@@ -40,6 +40,9 @@ from typing import Any
 
 import torch
 
+from benchmarks import harness
+from core.device import synchronize
+
 ROOT = Path(__file__).resolve().parent.parent
 STEPS = ("facts", "tests", "scaling", "compare", "pages", "memory", "precision")
 ENGINE_TESTS = (
@@ -90,11 +93,6 @@ class Plan:
 
 
 # ------------------------------------------------------------------ timing and memory on either device
-
-
-def synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def warm_median(
@@ -523,7 +521,7 @@ def _fmt(value: float, spec: str, scale: float = 1.0) -> str:
     return "–" if value is None or not math.isfinite(value) else format(value * scale, spec)
 
 
-def scaling_markdown(rows: list[ScalingRow], dry_run: bool) -> str:
+def scaling_markdown(rows: list[ScalingRow]) -> str:
     lines = [
         "| dtype | n | method | status | time (ms) | × SDPA | peak (MiB) | model (MiB) | peak/model | error |",
         "| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
@@ -579,7 +577,7 @@ def markdown(report: dict[str, Any]) -> str:
     rows = report.get("scaling_rows")
     if rows:
         marker = " (CPU dry run)" if dry else ""
-        lines += ["", f"## Scaling{marker}: {report['scaling_settings']}", "", scaling_markdown(rows, dry)]
+        lines += ["", f"## Scaling{marker}: {report['scaling_settings']}", "", scaling_markdown(rows)]
         lines += ["", "Time slope (log-log, n >= 4K where measured): " + json.dumps(report.get("slopes", {}))]
     compare = report.get("compare")
     if isinstance(compare, dict) and "warm_total_s" in compare:
@@ -603,14 +601,6 @@ def markdown(report: dict[str, Any]) -> str:
             )
             lines += [f"| | exception: {e[:150]} | | | |" for e in row.get("exceptions", [])]
     return "\n".join(lines) + "\n"
-
-
-def _commit() -> str:
-    try:
-        done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-        return done.stdout.strip() or "unknown"
-    except OSError:
-        return "unknown"
 
 
 @contextlib.contextmanager
@@ -640,7 +630,7 @@ def run(
     out.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {
         "steps": {},
-        "commit": _commit(),
+        "commit": harness.commit(ROOT) or "unknown",
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     }
     with _step(report, "facts", out):
@@ -676,13 +666,11 @@ def run(
 
 
 def write(report: dict[str, Any], out: Path, tag: str, quiet: bool = False) -> None:
-    from benchmarks.harness import finite
-
     data = dict(report)
     data["scaling_rows"] = [
         {**vars(r), "memory_ratio": r.memory_ratio} for r in report.get("scaling_rows", []) if isinstance(r, ScalingRow)
     ]
-    (out / f"gpu_check_{tag}.json").write_text(json.dumps(finite(data), indent=1, default=str) + "\n")
+    (out / f"gpu_check_{tag}.json").write_text(json.dumps(harness.finite(data), indent=1, default=str) + "\n")
     text = markdown(report)
     (out / f"gpu_check_{tag}.md").write_text(text)
     if quiet:

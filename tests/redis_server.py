@@ -5,15 +5,13 @@ Under CI (``CI=true``) a missing ``redis-server`` fails the test instead of skip
 
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 import subprocess
 import time
 
-import pytest
+from ci_env import unavailable
 
-IN_CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 START_TIMEOUT_S = 10.0
 
 
@@ -21,10 +19,7 @@ def redis_server_binary() -> str:
     """The path of ``redis-server``; skips the test (fails it under CI) when it is not installed."""
     found = shutil.which("redis-server")
     if found is None:
-        message = "redis-server is not installed (Debian: apt-get install -y redis-server)"
-        if IN_CI:
-            pytest.fail(message)
-        pytest.skip(message)
+        unavailable("redis-server is not installed (Debian: apt-get install -y redis-server)")
     return found
 
 

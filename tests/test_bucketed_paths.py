@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from ci_env import unavailable
 
 import core
 from core.approximators import common
@@ -50,7 +51,7 @@ def peak_ratios() -> dict[str, float]:
     from core import profiling
 
     if not profiling.cpu_peak_supported():
-        pytest.skip("no resident-set peak on this OS")
+        unavailable("no resident-set peak on this OS")
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     ratios = {}
     for method in BUCKETED:

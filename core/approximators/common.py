@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from core.approximation import HALF_DTYPES
+
 if TYPE_CHECKING:
     from core.approximation import AttentionInputs
 
@@ -59,12 +61,7 @@ def blocks_per_group(blocks: int, bytes_per_block: int, total_pairs: int) -> int
 
 
 def is_half(dtype: torch.dtype) -> bool:
-    return dtype in (torch.float16, torch.bfloat16)
-
-
-def statistics_dtype(dtype: torch.dtype) -> torch.dtype:
-    """Softmax statistics (max, log-sum-exp, exp, sums) of half-precision inputs are kept in float32."""
-    return torch.float32 if is_half(dtype) else dtype
+    return dtype in HALF_DTYPES
 
 
 def float32_copy(inputs: AttentionInputs) -> AttentionInputs:

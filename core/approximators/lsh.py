@@ -35,7 +35,6 @@ from core.approximators.common import (
     gather_rows,
     is_half,
     masked_softmax,
-    statistics_dtype,
 )
 from core.registry import MethodSpec, ParamSpec, register
 
@@ -128,7 +127,7 @@ def hash_plan(inputs: AttentionInputs, rounds: int, buckets: int) -> HashPlan:
     chunks = ceil_div(n, chunk)
     primary, secondary = hash_directions(buckets)
     # Hashing needs float32 at least: half-precision inputs are hashed as their float32 copy.
-    hash_dtype = statistics_dtype(inputs.dtype)
+    hash_dtype = inputs.statistics_dtype
     rotations = inputs.randn(rounds, d, max(primary + secondary, 1), stream=HASH_STREAM).to(hash_dtype)
     positions = torch.arange(n, device=inputs.device)
 
@@ -206,7 +205,7 @@ def _lsh_output(inputs: AttentionInputs, plan: HashPlan) -> torch.Tensor:
     """Softmax over the union of the rounds' supports: each round's chunks give a log-sum-exp and a normalised
     output per query, and the rounds are mixed with softmax weights of their log-sum-exps."""
     b, n, rounds = inputs.batch, inputs.n, plan.rounds
-    stats = statistics_dtype(inputs.dtype)
+    stats = inputs.statistics_dtype
     lowest = torch.finfo(stats).min
     # (round, batch, position) rows, with one padding row per (round, batch) for the padding queries
     outputs = torch.zeros(rounds * b * (n + 1), inputs.dv, dtype=stats, device=inputs.device)

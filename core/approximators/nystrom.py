@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from core.approximation import Approximation, AttentionInputs, Cost, make_result
-from core.approximators.common import float32_copy, index_add_in_order_, is_half, statistics_dtype
+from core.approximators.common import float32_copy, index_add_in_order_, is_half
 from core.device import row_blocks
 from core.registry import MethodSpec, ParamSpec, register
 
@@ -63,7 +63,7 @@ def row_softmax(x: torch.Tensor, y: torch.Tensor, scale: torch.Tensor) -> torch.
 
 def _landmark_kernel(inputs: AttentionInputs, m: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The landmarks Q~, K~ (B, m, d) and A = softmax(beta Q~ K~^T) (B, m, m); float32 for half inputs."""
-    stat = statistics_dtype(inputs.dtype)
+    stat = inputs.statistics_dtype
     q_land, k_land = segment_means(inputs.q.to(stat), m), segment_means(inputs.k.to(stat), m)
     a = torch.softmax(inputs.scale * (q_land @ k_land.transpose(-1, -2)), dim=-1)
     return q_land, k_land, a

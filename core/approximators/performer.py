@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from core.approximation import Approximation, AttentionInputs, Cost, make_result
-from core.approximators.common import FEATURE_STREAM, is_half, statistics_dtype
+from core.approximators.common import FEATURE_STREAM, is_half
 from core.device import row_blocks
 from core.errors import ParameterError
 from core.registry import MethodSpec, ParamSpec, register
@@ -67,7 +67,7 @@ def projection_for(inputs: AttentionInputs, m: int, orthogonal: bool) -> torch.T
     seed_key = int(inputs.generator(FEATURE_STREAM).initial_seed())
     w = _cached_projection(m, inputs.d, orthogonal, seed_key)
     # Half-precision inputs get a float32 projection: the feature map (Wx, its shifts and exp) runs in float32.
-    return _to_device(w, inputs.device, statistics_dtype(inputs.dtype))
+    return _to_device(w, inputs.device, inputs.statistics_dtype)
 
 
 @functools.lru_cache(maxsize=64)

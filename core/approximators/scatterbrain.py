@@ -26,7 +26,6 @@ from core.approximators.common import (
     index_add_in_order_,
     is_half,
     row_normalise,
-    statistics_dtype,
 )
 from core.approximators.local import band_groups, band_mask, local_cost, window_param
 from core.approximators.lsh import HashPlan, chunk_blocks, hash_plan, lsh_cost, lsh_params
@@ -79,7 +78,7 @@ def _feature_pair(inputs: AttentionInputs, params: dict[str, Any]) -> tuple[LogF
 
 def _run(inputs: AttentionInputs, params: dict[str, Any]) -> Approximation:
     b, n, dv = inputs.batch, inputs.n, inputs.dv
-    stats = statistics_dtype(inputs.dtype)
+    stats = inputs.statistics_dtype
     # Hashing first: its temporaries are gone before the features are made.
     plan = hash_plan(inputs, params["rounds"], params["buckets"]) if params["support"] == "lsh" else None
     phi_q, phi_k = _feature_pair(inputs, params)
