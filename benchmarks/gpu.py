@@ -44,7 +44,7 @@ from benchmarks import harness
 from core.device import synchronize
 
 ROOT = Path(__file__).resolve().parent.parent
-STEPS = ("facts", "tests", "scaling", "compare", "pages", "memory", "precision")
+STEPS = ("facts", "tests", "scaling", "compare", "cluster", "pages", "memory", "precision")
 ENGINE_TESTS = (
     "tests/test_exact.py",
     "tests/test_lsh.py",
@@ -83,11 +83,13 @@ class Plan:
     @classmethod
     def make(cls, dry_run: bool) -> Plan:
         if dry_run:
-            limits = {"tests": 240, "scaling": 120, "compare": 60, "pages": 300, "memory": 120, "precision": 120}
+            limits = {"tests": 240, "scaling": 120, "compare": 60, "cluster": 90, "pages": 300, "memory": 120}
+            limits["precision"] = 120
             return cls(True, torch.device("cpu"), (128, 256), ("float32", "bfloat16"), 2, limits, 1.0)
         if not torch.cuda.is_available():
             raise SystemExit("no CUDA device here: run with --dry-run for the CPU rehearsal")
-        limits = {"tests": 150, "scaling": 150, "compare": 30, "pages": 120, "memory": 40, "precision": 30}
+        limits = {"tests": 150, "scaling": 150, "compare": 30, "cluster": 60, "pages": 120, "memory": 40}
+        limits["precision"] = 30
         sizes = (1024, 4096, 16384, 65536)
         return cls(False, torch.device("cuda"), sizes, ("float32", "bfloat16"), HEADS, limits, 2.0)
 
@@ -399,10 +401,10 @@ def _measure(
             torch.cuda.empty_cache()
 
 
-def compare_view(plan: Plan) -> dict[str, Any]:
-    """The Compare page's default view at n = 4096 (the dry run: 256) through ui.compute: exact, then each
-    default method with its errors, as the page computes them (no cache). Warm: the second pass is timed."""
-    from ui import compute, presets, views
+def compare_runs(plan: Plan) -> tuple[Any, float, list[Any]]:
+    """(input spec, beta, one ``MethodRun`` view per default method) of the Compare page's default view at n = 4096
+    (the dry run: 256) on the check's device."""
+    from ui import presets, views
 
     sidebar = importlib.import_module("ui.sidebar")  # the package exports a function of that name
     n = 256 if plan.dry_run else COMPARE_N
@@ -426,6 +428,16 @@ def compare_view(plan: Plan) -> dict[str, Any]:
         )
         for m in presets.COMPARE_METHODS
     ]
+    return spec, beta, runs
+
+
+def compare_view(plan: Plan) -> dict[str, Any]:
+    """The Compare page's default view through ui.compute: exact, then each default method with its errors, as the
+    page computes them (no cache). Warm: the second pass is timed."""
+    from ui import compute, presets, views
+
+    spec, beta, runs = compare_runs(plan)
+    device_name = plan.device.type
     passes = []
     for _ in range(2):
         synchronize(plan.device)
@@ -440,7 +452,7 @@ def compare_view(plan: Plan) -> dict[str, Any]:
         synchronize(plan.device)
         passes.append({"total_s": time.perf_counter() - started, "engine_s": engine_s})
     return {
-        "n": n,
+        "n": spec.n,
         "heads": spec.heads,
         "methods": list(presets.COMPARE_METHODS),
         "cold_total_s": passes[0]["total_s"],
@@ -448,6 +460,59 @@ def compare_view(plan: Plan) -> dict[str, Any]:
         "warm_engine_s": passes[1]["engine_s"],
         "warm_engine_total_s": sum(passes[1]["engine_s"].values()),
     }
+
+
+def cluster_jobs(plan: Plan) -> dict[str, Any]:
+    """A GPU worker computing for a web replica (issue 32): a Dask scheduler and one worker advertising ``GPU=1`` on
+    loopback (deploy/cluster.py), this process in the replica's place. Compare's default methods go as jobs through
+    ui.jobs and ui.cluster (``device=cuda`` jobs need the GPU resource); each result must match the same view computed
+    here. Times: submit to result (transfer included), and the engine's own on the worker."""
+    import tempfile
+
+    import numpy as np
+
+    from deploy.cluster import start_scheduler, start_worker, wait_for_workers
+    from deploy.processes import stop
+    from ui import cluster, compute, jobs
+
+    _, _, runs = compare_runs(plan)
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="gpu-check-cluster-") as folder:
+        run_dir, env = Path(folder), dict(os.environ)
+        scheduler, address = start_scheduler(run_dir, env)
+        worker = start_worker(run_dir, env, address, "gpu-1", gpu=True, torch_threads=max(1, os.cpu_count() or 1))
+        runner = cluster.ClusterRunner(address)
+        sched = jobs.Scheduler(1, is_active=lambda session: None, cluster=lambda: runner)
+        try:
+            wait_for_workers(address, 1, [worker], 60)
+            for run in runs:
+                started = time.perf_counter()
+                job = sched.submit(run.cache_name, run.cache_key(), run.compute, "gpu-check", 30.0, task=run)
+                if not job.done_event.wait(120) or job.state != "done":
+                    raise RuntimeError(f"{run.method}: {job.state}: {job.error or job.label}")
+                remote_s = time.perf_counter() - started
+                here = compute.run_method_now(run)
+                difference = max(
+                    float(np.max(np.abs(np.asarray(job.result.metrics[k]) - np.asarray(v))))
+                    for k, v in here.metrics.items()
+                )
+                rows.append(
+                    {
+                        "method": run.method,
+                        "device": job.result.device,
+                        "resources": cluster.resources_for(run),
+                        "submit_to_result_s": remote_s,
+                        "worker_engine_s": job.result.seconds,
+                        "here_engine_s": here.seconds,
+                        "max_metric_difference": difference,
+                    }
+                )
+        finally:
+            sched.shutdown()
+            runner.close()
+            stop(worker.process)
+            stop(scheduler.process)
+    return {"n": runs[0].inputs.n, "rows": rows}
 
 
 def pages(plan: Plan) -> list[dict[str, Any]]:
@@ -590,6 +655,21 @@ def markdown(report: dict[str, Any]) -> str:
             f"errors, copies to the host); engine calls alone {compare['warm_engine_total_s'] * 1e3:.1f} ms "
             f"({engine}). Cold: {compare['cold_total_s'] * 1e3:.1f} ms.",
         ]
+    jobs_on_worker = report.get("cluster")
+    if isinstance(jobs_on_worker, dict) and jobs_on_worker.get("rows"):
+        lines += [
+            "",
+            f"## Compare's jobs on a GPU worker (Dask, loopback), n = {jobs_on_worker['n']}",
+            "",
+            "| method | device | resources | submit to result (ms) | engine on the worker (ms) | engine here (ms) "
+            "| max metric difference |",
+            "| --- | --- | --- | ---: | ---: | ---: | ---: |",
+        ]
+        lines += [
+            f"| {r['method']} | {r['device']} | {r['resources']} | {r['submit_to_result_s'] * 1e3:.1f} | "
+            f"{r['worker_engine_s'] * 1e3:.1f} | {r['here_engine_s'] * 1e3:.1f} | {r['max_metric_difference']:.2e} |"
+            for r in jobs_on_worker["rows"]
+        ]
     page_rows = report.get("pages")
     if page_rows:
         lines += ["", "## Pages through AppTest", "", "| page | status | seconds | charts | GPU peak (MiB) |"]
@@ -654,6 +734,9 @@ def run(
     if "compare" in steps:
         with _step(report, "compare", out):
             report["compare"] = compare_view(plan)
+    if "cluster" in steps:
+        with _step(report, "cluster", out):
+            report["cluster"] = cluster_jobs(plan)
     if "pages" in steps:
         with _step(report, "pages", out):
             report["pages"] = pages(plan)

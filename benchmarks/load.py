@@ -93,6 +93,7 @@ class Session:
     first_chart_s: float | None = None
     finished_s: float | None = None
     error: str | None = None
+    texts: list[str] = field(default_factory=list)  # websocket sessions: the markdown and alerts the page drew
 
 
 @dataclass
@@ -182,6 +183,8 @@ async def ws_session(base_url: str, path: str, timeout_s: float) -> Session:
                         elif element == "exception" and result.error is None:
                             exc = msg.delta.new_element.exception
                             result.error = f"exception: {exc.type}: {exc.message}"[:300]
+                        elif element in ("markdown", "alert"):
+                            result.texts.append(getattr(msg.delta.new_element, element).body)
                     elif kind == "script_finished":
                         result.finished_s = time.perf_counter() - start
                         if msg.script_finished == COMPILE_ERROR and result.error is None:

@@ -81,6 +81,18 @@ def _redis_url(raw: Any) -> Any:
     return raw
 
 
+DASK_SCHEMES = ("tcp://", "tls://")
+
+
+def _dask_address(raw: Any) -> Any:
+    if isinstance(raw, str):
+        address = raw.strip()
+        if not address.startswith(DASK_SCHEMES) or ":" not in address.split("://", 1)[1]:
+            raise ValueError("not a Dask scheduler address")
+        return address
+    return raw
+
+
 Switch = Annotated[bool, BeforeValidator(_switch)]
 Seconds = Annotated[float, BeforeValidator(_number), Gt(0)]
 SlotCount = Annotated[int, BeforeValidator(_whole_number), Ge(1), Le(64)]
@@ -150,6 +162,14 @@ class AppConfig(BaseSettings):
         "integer",
         "an integer from 1 to 64",
         "one per GPU, else half the CPU cores (at least 1)",
+    )
+    scheduler: Annotated[str, BeforeValidator(_dask_address)] | None = _declare(
+        None,
+        "A Dask scheduler whose workers compute the heavy jobs (`tcp://host:8786`); the app keeps admission, the "
+        "queue and progress. Workers started with `--resources GPU=1` take the jobs that run on CUDA.",
+        "address",
+        "a tcp:// or tls:// address with a port, or unset",
+        "unset (jobs compute in the app's own process)",
     )
     light_slots: SlotCount | None = _declare(
         None,

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -138,10 +138,12 @@ def deployment(
     python: str = sys.executable,
     timeout_s: float = START_TIMEOUT_S,
     pin: bool = True,
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[Deployment]:
     """Start ``replicas`` app processes and nginx on ``address:port`` (0: a free port); stop all of them on exit.
 
-    With ``pin``, each replica runs on its own share of the cores (see ``core_shares``).
+    With ``pin``, each replica runs on its own share of the cores (see ``core_shares``). ``env``: more variables for
+    the replicas (deploy/cluster.py gives them the Redis cache and the Dask scheduler).
     """
     if not 1 <= replicas <= 64:
         raise ValueError(f"replicas: {replicas} is outside 1..64")
@@ -165,6 +167,7 @@ def deployment(
         cache_dir.mkdir(parents=True, exist_ok=True)
         env = {
             **os.environ,
+            **(env or {}),
             config.variable("cache_dir"): str(cache_dir),
             # One secret for all replicas, so a cookie Streamlit signs on one is valid on the others.
             "STREAMLIT_SERVER_COOKIE_SECRET": secrets.token_hex(32),

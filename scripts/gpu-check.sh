@@ -6,7 +6,7 @@
 set -euo pipefail
 
 if [ $# -lt 1 ] || [ "${1#-}" != "$1" ]; then
-    echo "usage: scripts/gpu-check.sh OUT [--dry-run] [--steps facts,tests,scaling,compare,pages,memory,precision]" >&2
+    echo "usage: scripts/gpu-check.sh OUT [--dry-run] [--steps facts,tests,scaling,compare,cluster,pages,memory,precision]" >&2
     exit 2
 fi
 out="$(mkdir -p "$1" && cd "$1" && pwd)"

@@ -30,6 +30,7 @@ BAD_VALUES = {
     "malloc_mmap_bytes": ["-1", "1.5", str(32 * 2**20 + 1), "junk"],
     "plotly_bundle": ["cdn"],
     "cache_url": ["http://127.0.0.1:6379", "127.0.0.1:6379", "redis://"],
+    "scheduler": ["127.0.0.1:8786", "http://127.0.0.1:8786", "tcp://", "tcp://scheduler"],
 }
 GOOD_VALUES = {
     "cache_dir": [("/tmp/somewhere", Path("/tmp/somewhere"))],
@@ -49,6 +50,7 @@ GOOD_VALUES = {
         (" redis://cache:6379/0 ", "redis://cache:6379/0"),
         ("unix:///run/redis.sock", "unix:///run/redis.sock"),
     ],
+    "scheduler": [(" tcp://scheduler:8786 ", "tcp://scheduler:8786"), ("tls://10.0.0.5:8786", "tls://10.0.0.5:8786")],
 }
 
 

@@ -51,6 +51,7 @@ def test_the_dry_run_writes_the_gpu_tables_marked_as_cpu(
     text = (out / "gpu_check_cpu_dry_run.md").read_text()
     assert text.startswith("# GPU check: CPU dry run")
     assert "## Scaling (CPU dry run)" in text and "## Pages through AppTest" in text
+    assert "## Compare's jobs on a GPU worker (Dask, loopback)" in text
     report = json.loads((out / "gpu_check_cpu_dry_run.json").read_text())
     rows = report["scaling_rows"]
     # every registered method has a row at every size and dtype, measured or with the reason it was not
@@ -66,6 +67,10 @@ def test_the_dry_run_writes_the_gpu_tables_marked_as_cpu(
     assert all(r["status"] == "ok" for r in rows if r["method"].startswith("sdpa"))
     measured = [r for r in rows if r["status"] == "ok" and r["method"] == "performer"]
     assert measured and all(r["seconds"] > 0 and r["error"] < 2 for r in measured)
+    # the cluster step: each of Compare's methods computed on the worker gives the numbers computed here
+    jobs_on_worker = report["cluster"]["rows"]
+    assert [r["method"] for r in jobs_on_worker] == list(report["compare"]["methods"])
+    assert all(r["max_metric_difference"] < 1e-6 for r in jobs_on_worker), jobs_on_worker
     tests = report["tests"]
     assert tests["cuda_tests"]["counts"].get("failed", 0) == 0
     assert tests["engine_on_device"]["counts"].get("passed", 0) > 0

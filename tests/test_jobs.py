@@ -281,6 +281,26 @@ except ValueError as exc:
     assert [e.value for e in at.error] == ["could not run: n: must be at most 4096"]
 
 
+def test_a_job_lost_with_its_workers_is_a_message_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ATTN_EXPLORER_CACHE_DIR", str(tmp_path / "cache"))
+    script = """
+import ui
+from ui.cluster import WorkerLost
+
+def work(report):
+    raise WorkerLost("the workers computing this died (2 tries); the job was not cached. Try again.")
+
+ui.run_heavy("test_worker_lost", (1,), work, 30.0, title="The sweep")
+"""
+    at = AppTest.from_string(script, default_timeout=60).run()
+    assert not at.exception
+    assert [e.value for e in at.error] == [
+        "The sweep stopped: the workers computing this died (2 tries); the job was not cached. Try again."
+    ]
+
+
 def test_a_class_opening_one_link_costs_one_computation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ATTN_EXPLORER_CACHE_DIR", str(tmp_path / "cache"))
     calls = tmp_path / "calls.txt"

@@ -10,6 +10,9 @@
 - Cancellation: a job is cancelled when every session waiting on it has gone: its script run was stopped
   (the user changed a setting, pressed Cancel, or closed the tab) or the watchdog sees that the session is
   no longer active in the Streamlit runtime. Each job also stops at ``ATTN_EXPLORER_JOB_SECONDS``.
+- Where: in this process, or, when ``ATTN_EXPLORER_SCHEDULER`` names a Dask scheduler, on its workers
+  (``ui.cluster``): a job that carries its view (``task``) is sent there once it starts; this scheduler still
+  admits, queues, shows progress and cancels it. Slots then default to the workers' threads.
 
 Pages call ``run_heavy(name, key, compute, estimate_seconds)``; ``compute(report)`` gets a progress callback
 ``report(fraction, label)`` that also stops the job once it is cancelled.
@@ -26,7 +29,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 
@@ -34,6 +37,9 @@ from core import cancel as core_cancel
 from core import config, limits
 from core.cancel import Cancelled, CancelToken
 from core.device import cpu_threads
+
+if TYPE_CHECKING:
+    from ui.cluster import ClusterRunner
 
 T = TypeVar("T")
 
@@ -142,6 +148,7 @@ class Job:
     finished: float | None = None
     done_event: threading.Event = field(default_factory=threading.Event)
     id: int = 0
+    task: Any = None  # the View that ``compute`` belongs to: what a cluster worker is sent (None: in-process only)
 
     @property
     def finished_state(self) -> bool:
@@ -161,8 +168,13 @@ class Scheduler:
         is_active: Callable[[str], bool | None] | None = None,
         store: Callable[[str, str, Any], None] | None = None,
         watchdog_seconds: float = WATCHDOG_SECONDS,
+        cluster: Callable[[], ClusterRunner | None] | None = None,
     ) -> None:
-        self.slots = slots if slots is not None else default_slots()
+        self._cluster = cluster
+        if slots is None:
+            remote = cluster() if cluster is not None else None
+            slots = config.read("slots") or (remote.slots() if remote is not None else None) or default_slots()
+        self.slots = slots
         self.threads_per_job = max(1, cores() // self.slots)
         self._executor = ThreadPoolExecutor(max_workers=self.slots, thread_name_prefix="attn-job")
         self._lock = threading.RLock()
@@ -188,6 +200,7 @@ class Scheduler:
         session_id: str,
         estimate: float | None = None,
         deadline: float | None = None,
+        task: Any = None,
     ) -> Job:
         """Queue ``compute`` for ``session_id``, or join the queued/running job with the same key."""
         with self._lock:
@@ -197,7 +210,7 @@ class Scheduler:
                     job.owners.add(session_id)
                 return job
             limit = job_seconds() if deadline is None else deadline
-            job = Job(name, key, compute, estimate, CancelToken(), limit, {session_id}, id=next(_ids))
+            job = Job(name, key, compute, estimate, CancelToken(), limit, {session_id}, id=next(_ids), task=task)
             self._by_key[key] = job
             self._queues.setdefault(session_id, deque()).append(job)
             self._dispatch()
@@ -259,10 +272,15 @@ class Scheduler:
     def _run(self, job: Job) -> None:
         state, result = "done", None
         error: BaseException | None = None
+        remote = self._cluster() if self._cluster is not None and job.task is not None else None
+        client = remote.client() if remote is not None else None  # None: unreachable, so compute here
         try:
             with core_cancel.active(job.token), cpu_threads(self.threads_per_job):
                 job.token.check()
-                result = job.compute(Report(job.token, job))
+                if remote is not None and client is not None:
+                    result = remote.run(job, client)
+                else:
+                    result = job.compute(Report(job.token, job))
         except Cancelled as exc:
             state, error = "cancelled", exc
         except BaseException as exc:  # handed to the waiting page, which shows it
@@ -365,7 +383,9 @@ def scheduler() -> Scheduler:
     global _scheduler
     with _scheduler_lock:
         if _scheduler is None:
-            _scheduler = Scheduler(store=_store_result)
+            from ui import cluster
+
+            _scheduler = Scheduler(store=_store_result, cluster=cluster.runner)
             # At interpreter exit the executor joins its workers; cancel first so a running job does not hold
             # the exit for up to ATTN_EXPLORER_JOB_SECONDS (the same hook concurrent.futures itself uses).
             register = getattr(threading, "_register_atexit", None)
@@ -469,6 +489,7 @@ def run_heavy(
     estimate_seconds: float | None = None,
     *,
     title: str | None = None,
+    task: Any = None,
 ) -> T:
     """Compute (or fetch) a heavy result for the page: the shared cache first, then the scheduler's queue.
 
@@ -529,7 +550,7 @@ def run_heavy(
 
     # Joining happens under the scheduler's lock and only for a job nobody has cancelled, so a job this page
     # waits on ends done, failed, or cancelled by its own time limit (or a server shutdown).
-    job = sched.submit(name, full, compute, session_id, estimate_seconds)
+    job = sched.submit(name, full, compute, session_id, estimate_seconds, task=task)
     try:
         while True:
             bar.progress(job.progress, text=_status_text(sched, job, title))  # also where a stop request arrives
@@ -546,6 +567,11 @@ def run_heavy(
         return job.result
     if job.state == "failed" and job.error is not None:
         placeholder.empty()
+        from ui.cluster import EngineMismatch, WorkerLost
+
+        if isinstance(job.error, (WorkerLost, EngineMismatch)):  # the cluster's trouble, not the page's: no traceback
+            st.error(f"{title} stopped: {job.error}")
+            _halt()
         raise job.error
     placeholder.empty()
     st.error(f"{title} stopped: {job.token.reason or 'cancelled'}.")

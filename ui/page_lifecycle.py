@@ -246,13 +246,20 @@ def finish_page() -> None:
 
 
 def _cache_backend_notice(session: dict[str, Any]) -> None:
-    """Once per session: the shared result cache (Redis) does not answer, so this page computed without it."""
+    """Once per session each: the shared result cache (Redis) or the compute cluster (Dask) does not answer, so this
+    page computed without it."""
     from ui import result_cache
 
     problem = result_cache.backend_problem()
     if problem and not session.get("cache_backend_noticed"):
         session["cache_backend_noticed"] = True
         notice(f"**Result cache**: {problem} Results are computed here without it until it answers again.")
+    from ui import cluster
+
+    unreachable = cluster.problem()
+    if unreachable and not session.get("cluster_noticed"):
+        session["cluster_noticed"] = True
+        notice(f"**Compute cluster**: {unreachable}. Heavy jobs compute on this server until it answers again.")
 
 
 def fragment_rerun() -> bool:

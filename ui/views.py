@@ -103,7 +103,7 @@ def run(view: View, estimate_seconds: float | None, *, title: str | None = None)
     """The view's result: the shared cache, else at once (light) or through the scheduler's queue (heavy)."""
     from ui.jobs import run_heavy
 
-    return run_heavy(view.cache_name, view.key(), view.compute, estimate_seconds, title=title)
+    return run_heavy(view.cache_name, view.key(), view.compute, estimate_seconds, title=title, task=view)
 
 
 def cached(view: View) -> Any:

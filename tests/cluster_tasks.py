@@ -1,0 +1,41 @@
+"""Tasks for the cluster tests, importable on the test cluster's workers (their PYTHONPATH holds tests/).
+
+Plain frozen dataclasses with ``compute(report)``, like the app's views, but not registered as views (the view
+registry test lists the app's own).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from typing import Any
+
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class SlowTask:
+    """Reports progress every ``step`` seconds for ``seconds``; the result names the process and worker that ran it."""
+
+    seconds: float
+    tag: str = ""
+    device: str = "cpu"
+    step: float = 0.05
+
+    def compute(self, report: Any = None) -> dict[str, Any]:
+        steps = max(1, round(self.seconds / self.step))
+        for index in range(steps):
+            if report is not None:
+                report(index / steps, f"step {index} pid {os.getpid()}")
+            time.sleep(self.step)
+        return {"pid": os.getpid(), "worker": _worker_name(), "values": np.arange(4.0) * self.seconds}
+
+
+def _worker_name() -> str:
+    try:
+        from distributed import get_worker
+
+        return str(get_worker().name)
+    except ValueError:  # not on a worker
+        return ""

@@ -1,0 +1,284 @@
+"""Heavy jobs on Dask distributed workers, when ``ATTN_EXPLORER_SCHEDULER`` names a Dask scheduler.
+
+Why Dask (not Ray): its wheels are pure Python and install wherever the app does; a cluster is two commands
+(``dask scheduler``, ``dask worker ADDRESS --resources GPU=1``); and it has what this needs built in: a cluster-wide
+``Event`` (cancellation), worker events pushed to subscribed clients (progress), worker resources (GPU placement) and
+the rescheduling of a dead worker's tasks, bounded by ``distributed.scheduler.allowed-failures`` (set it to 1: one
+retry). Ray would add its own object store, a control service and several hundred MB of wheels per host.
+
+The app's scheduler (``ui.jobs``) stays the admission layer: estimates, limits, the fair per-session queue, queue
+places and progress bars. Only where a started job computes changes. What travels:
+- to the worker: the job's ``View`` (a frozen dataclass of plain settings, ``ui.views``), the app's engine version,
+  the time limit and a job id. The worker refuses a job from another engine version (its numbers would be cached
+  under the wrong key).
+- back: the result in the result cache's own format (``ui.result_cache.encode``: arrays plus JSON, never a pickle
+  of the result); the app stores it in the shared cache, so a job that fails or is cancelled leaves nothing there.
+- progress: ``report(fraction, label)`` on the worker logs an event on one topic; the app's client is subscribed to
+  it and updates the waiting job (at most ``PROGRESS_PER_SECOND`` events per job).
+- cancellation: the app sets the job's Dask ``Event``; a thread on the worker waits on it and cancels the engine's
+  ``CancelToken``, whose next check (between engine steps) stops the computation.
+
+The scheduler's port runs code it is sent: keep it on loopback or a private network (docs/deploying.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from core import cancel as core_cancel
+from core import config
+from core.cancel import Cancelled, CancelToken
+from core.device import cpu_threads
+
+if TYPE_CHECKING:
+    from ui.jobs import Job
+
+log = logging.getLogger(__name__)
+
+PROGRESS_TOPIC = "attn-explorer-progress"
+PROGRESS_PER_SECOND = 4.0
+CANCEL_WAIT_SECONDS = 0.25  # how often the worker's watcher re-arms its wait on the cancel event
+POLL_SECONDS = 0.1  # how often the app's job thread looks for a result or a cancellation
+CANCEL_GRACE_SECONDS = 5.0  # a worker that has not stopped this long after the cancel event is left behind
+CONNECT_SECONDS = 5.0
+RETRY_SECONDS = 10.0  # after a failed connection, jobs compute in-process this long before trying again
+GPU_RESOURCE = "GPU"
+
+
+class WorkerLost(RuntimeError):
+    """The workers computing a job died (it was retried on another worker as many times as the cluster allows)."""
+
+
+class EngineMismatch(RuntimeError):
+    """A worker runs another version of the engine than the app that sent it the job."""
+
+
+def address() -> str | None:
+    """The Dask scheduler named by ``ATTN_EXPLORER_SCHEDULER`` (None: jobs compute in the app's process)."""
+    value = config.read("scheduler")
+    return str(value) if value is not None else None
+
+
+def view_device(task: Any) -> str | None:
+    """The device a view computes on: its own ``device`` field, else the first nested view's (None: no device)."""
+    if not dataclasses.is_dataclass(task):
+        return None
+    device = getattr(task, "device", None)
+    if isinstance(device, str):
+        return device
+    for item in dataclasses.fields(task):
+        nested = view_device(getattr(task, item.name))
+        if nested is not None:
+            return nested
+    return None
+
+
+def resources_for(task: Any) -> dict[str, float] | None:
+    """A job that computes on CUDA needs a worker that advertises a GPU; any other job goes to any worker."""
+    return {GPU_RESOURCE: 1} if view_device(task) == "cuda" else None
+
+
+# ------------------------------------------------------------------ the worker side
+
+
+class WorkerReport:
+    """``report(fraction, label)`` for a view computing on a worker: checks the token, logs throttled progress."""
+
+    def __init__(self, token: CancelToken, job_id: str, send: Any) -> None:
+        self.token = token
+        self._job_id = job_id
+        self._send = send
+        self._last = 0.0
+
+    def __call__(self, fraction: float, label: str = "") -> None:
+        self.token.check()
+        now = time.monotonic()
+        if now - self._last >= 1.0 / PROGRESS_PER_SECOND or fraction >= 1.0:
+            self._last = now
+            self._send({"job": self._job_id, "fraction": float(fraction), "label": str(label)[:200]})
+
+
+def _watch_cancel(event: Any, token: CancelToken, finished: threading.Event) -> None:
+    while not finished.is_set():
+        try:
+            if event.wait(timeout=CANCEL_WAIT_SECONDS):
+                token.cancel("cancelled: nobody waits for this result any more")
+                return
+        except Exception:  # the worker is shutting down; the task ends with it
+            return
+
+
+def compute_on_worker(task: Any, engine_version: str, limit: float, job_id: str) -> bytes:
+    """Run on a Dask worker: compute ``task`` (a View) under a token the app can cancel; the result's cache bytes."""
+    from distributed import Event, get_client, get_worker
+
+    from ui import result_cache
+
+    worker = get_worker()
+    if engine_version != result_cache.ENGINE_VERSION:
+        raise EngineMismatch(
+            f"worker {worker.name} runs engine {result_cache.ENGINE_VERSION}, the app {engine_version}: "
+            "deploy the same version of the app on every worker"
+        )
+    token = CancelToken(deadline=limit)
+    finished = threading.Event()
+    watcher = threading.Thread(
+        # The client is looked up here: the watcher's own thread is outside the task's context.
+        target=_watch_cancel,
+        args=(Event(f"attn-cancel-{job_id}", client=get_client()), token, finished),
+        daemon=True,
+    )
+    watcher.start()
+    threads = max(1, (torch.get_num_threads() or 1) // max(1, worker.state.nthreads))
+    report = WorkerReport(token, job_id, lambda msg: worker.log_event(PROGRESS_TOPIC, msg))
+    try:
+        with core_cancel.active(token), cpu_threads(threads):
+            token.check()
+            value = task.compute(report)
+        return result_cache.encode(value)
+    finally:
+        finished.set()
+
+
+# ------------------------------------------------------------------ the app side
+
+
+class ClusterRunner:
+    """The app's connection to a Dask cluster: submits started jobs, forwards progress and cancellation."""
+
+    def __init__(self, scheduler_address: str) -> None:
+        self.address = scheduler_address
+        self._client: Any = None
+        self._lock = threading.Lock()
+        self._failed_at: float | None = None
+        self._problem: str | None = None
+        self._waiting: dict[str, Job] = {}  # job id -> the app's job, for progress events
+
+    def client(self) -> Any | None:
+        """The connected client, or None while the scheduler is unreachable (retried every RETRY_SECONDS)."""
+        with self._lock:
+            if self._client is not None and self._client.status == "running":
+                return self._client
+            if self._failed_at is not None and time.monotonic() - self._failed_at < RETRY_SECONDS:
+                return None
+            try:
+                from distributed import Client
+
+                client = Client(self.address, timeout=CONNECT_SECONDS, set_as_default=False)
+                client.subscribe_topic(PROGRESS_TOPIC, self._on_progress)
+            except Exception as exc:  # unreachable, refused, timed out
+                self._failed_at = time.monotonic()
+                self._problem = f"the compute cluster at {self.address} is unreachable ({type(exc).__name__})"
+                log.warning("%s; computing jobs in this process", self._problem)
+                return None
+            self._client, self._failed_at, self._problem = client, None, None
+            return client
+
+    def problem(self) -> str | None:
+        """Why jobs compute in this process although a cluster is configured (None: it is reachable)."""
+        return self._problem
+
+    def slots(self) -> int | None:
+        """How many jobs the workers can run at once: their threads in all (None when unreachable)."""
+        client = self.client()
+        if client is None:
+            return None
+        workers = client.scheduler_info(n_workers=-1).get("workers", {})
+        return max(1, sum(int(w.get("nthreads", 1)) for w in workers.values()))
+
+    def gpu_workers(self) -> int:
+        client = self.client()
+        if client is None:
+            return 0
+        workers = client.scheduler_info(n_workers=-1).get("workers", {})
+        return sum(1 for w in workers.values() if w.get("resources", {}).get(GPU_RESOURCE, 0) > 0)
+
+    def _on_progress(self, event: Any) -> None:
+        _, message = event
+        job = self._waiting.get(message.get("job")) if isinstance(message, dict) else None
+        if job is not None:
+            job.progress = min(1.0, max(0.0, float(message.get("fraction", 0.0))))
+            job.label = str(message.get("label", ""))
+
+    def run(self, job: Job, client: Any) -> Any:
+        """Compute ``job`` on a worker and return its result; raises what the computation raised there."""
+        from distributed import Event, KilledWorker
+
+        from ui import result_cache
+
+        job_id = uuid.uuid4().hex
+        cancel_event = Event(f"attn-cancel-{job_id}", client=client)
+        self._waiting[job_id] = job
+        future = client.submit(
+            compute_on_worker,
+            job.task,
+            result_cache.ENGINE_VERSION,
+            job.limit,
+            job_id,
+            key=f"attn-{job.name}-{job_id}",
+            pure=False,
+            resources=resources_for(job.task),
+        )
+        cancelled_at: float | None = None
+        try:
+            while True:
+                try:
+                    data = future.result(timeout=POLL_SECONDS)
+                    break
+                except TimeoutError:
+                    pass
+                if cancelled_at is None and job.token.cancelled:
+                    cancel_event.set()
+                    cancelled_at = time.monotonic()
+                if cancelled_at is not None and time.monotonic() - cancelled_at > CANCEL_GRACE_SECONDS:
+                    future.cancel()
+                    raise Cancelled(f"{job.token.reason or 'cancelled'} (the worker did not stop in time)")
+        except KilledWorker as exc:
+            raise WorkerLost(
+                f"the workers computing this died ({exc.allowed_failures + 1} tries); the job was not cached. "
+                "Try again: another worker takes it."
+            ) from None
+        finally:
+            self._waiting.pop(job_id, None)
+            if cancelled_at is not None:
+                try:
+                    cancel_event.clear()  # frees it on the scheduler
+                except Exception:
+                    pass
+        return result_cache.decode(data)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+
+
+_runner: ClusterRunner | None = None
+_runner_lock = threading.Lock()
+
+
+def runner() -> ClusterRunner | None:
+    """The process's cluster runner when ``ATTN_EXPLORER_SCHEDULER`` is set (None: compute in-process)."""
+    global _runner
+    wanted = address()
+    with _runner_lock:
+        if _runner is not None and _runner.address != wanted:
+            _runner.close()
+            _runner = None
+        if wanted is not None and _runner is None:
+            _runner = ClusterRunner(wanted)
+        return _runner
+
+
+def problem() -> str | None:
+    """Why heavy jobs compute in this process although ``ATTN_EXPLORER_SCHEDULER`` is set (None when all is well)."""
+    current = _runner
+    return current.problem() if current is not None else None
