@@ -97,6 +97,14 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "/tmp/bench --dry-run --steps facts,scaling",
     ),
     Benchmark(
+        "benchmarks.hashing",
+        "lsh and scatterbrain's hashing, angular against SMYRF's XBOX+/E2LSH at equal budget, on clustered and "
+        "real heads: output error, top-key recall, time",
+        "python -m benchmarks.hashing",
+        "hashing.{md,json}",
+        "--quick --out /tmp/bench",
+    ),
+    Benchmark(
         "core.claims",
         "every checkable claim of the four papers, measured (the Paper claims page's committed rows)",
         "python -m core.claims",

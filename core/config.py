@@ -70,17 +70,6 @@ def _whole_number(raw: Any) -> Any:
 
 
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
-
-
-def _redis_url(raw: Any) -> Any:
-    if isinstance(raw, str):
-        url = raw.strip()
-        if not url.startswith(REDIS_SCHEMES) or not url.split("://", 1)[1]:
-            raise ValueError("not a Redis URL")
-        return url
-    return raw
-
-
 DASK_SCHEMES = ("tcp://", "tls://")
 
 
@@ -90,6 +79,15 @@ def _dask_address(raw: Any) -> Any:
         if not address.startswith(DASK_SCHEMES) or ":" not in address.split("://", 1)[1]:
             raise ValueError("not a Dask scheduler address")
         return address
+    return raw
+
+
+def _redis_url(raw: Any) -> Any:
+    if isinstance(raw, str):
+        url = raw.strip()
+        if not url.startswith(REDIS_SCHEMES) or not url.split("://", 1)[1]:
+            raise ValueError("not a Redis URL")
+        return url
     return raw
 
 
@@ -155,6 +153,21 @@ class AppConfig(BaseSettings):
         "seconds",
         "a positive number of seconds",
         "60",
+    )
+    upload_mb: Annotated[float, BeforeValidator(_number), Gt(0), Le(1024)] = _declare(
+        64.0,
+        "Largest file of q, k, v (or logits) a visitor may upload, and at most an eighth of the memory limit "
+        "above. Only that uploader takes it: every other upload keeps the 1 MB cap of `.streamlit/config.toml`.",
+        "MB",
+        "a number of MB above 0, at most 1024",
+        "64",
+    )
+    upload_hours: Seconds = _declare(
+        24.0,
+        "How long the shared result cache keeps an uploaded file; a link to it then says that it has expired.",
+        "hours",
+        "a positive number of hours",
+        "24",
     )
     slots: SlotCount | None = _declare(
         None,

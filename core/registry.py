@@ -355,6 +355,11 @@ class MethodSpec:
     # The efficient path takes half-precision inputs as they are (half matmuls with float32 accumulation and
     # float32 softmax statistics, upcasting where it is not safe); otherwise they are computed in float32.
     half_native: bool = False
+    # The method has its own causal algorithm: ``register`` adds the shared CAUSAL_PARAM to its params.
+    causal_form: bool = False
+    # A method without one says why; validate() refuses causal=True with this text (causal=False is accepted and
+    # dropped, so such a method has no causal control and its results' parameters do not change).
+    no_causal_reason: str = ""
 
     @property
     def label(self) -> str:
@@ -371,6 +376,8 @@ class MethodSpec:
 
     def validate(self, params: Mapping[str, Any], n: int, d: int) -> dict[str, Any]:
         """Fill in defaults and check every parameter; unknown names are refused."""
+        if CAUSAL not in (p.name for p in self.params) and CAUSAL in params:
+            params = self._without_causal(params)
         known = {p.name for p in self.params}
         unknown = sorted(set(params) - known)
         if unknown:
@@ -383,6 +390,29 @@ class MethodSpec:
             else:
                 out[spec.name] = _clip_default(spec, out[spec.name], n, d)
         return out
+
+    def _without_causal(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """params less ``causal`` for a method without a causal form: False is dropped, True refused with why."""
+        value = CAUSAL_PARAM.validate(params[CAUSAL], 0, 0, self.name)
+        if value:
+            reason = self.no_causal_reason or f"{self.label} has no causal form here"
+            raise ParameterError(f"{self.name}.{CAUSAL}", f"causal=True is not available: {reason}")
+        return {name: given for name, given in params.items() if name != CAUSAL}
+
+
+CAUSAL = "causal"
+CAUSAL_PARAM = ParamSpec(
+    CAUSAL,
+    "bool",
+    False,
+    "Causal (decoder) attention: query i attends only to keys j <= i, computed by the method's own causal "
+    "algorithm (prefix sums, a causal window, causal chunks).",
+)
+
+
+def causal_methods() -> list[str]:
+    """Names of the methods that take causal=True, in registration order."""
+    return [name for name, spec in methods().items() if spec.causal_form]
 
 
 def _clip_default(spec: ParamSpec, value: Any, n: int, d: int) -> Any:
@@ -405,6 +435,8 @@ def register(spec: MethodSpec) -> MethodSpec:
         raise RuntimeError(f"method {spec.name!r} registered twice")
     if spec.family not in FAMILIES:
         raise RuntimeError(f"unknown family {spec.family!r}")
+    if spec.causal_form and CAUSAL not in (p.name for p in spec.params):
+        spec = replace(spec, params=(*spec.params, CAUSAL_PARAM))
     _REGISTRY[spec.name] = spec
     return spec
 

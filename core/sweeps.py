@@ -18,6 +18,7 @@ import torch
 from core import data as data_module
 from core import metrics, registry
 from core.approximation import approximate, at_least_float32
+from core.approximators.exact import causal_mask
 from core.budget import budget_params
 from core.cancel import CancelToken, check
 from core.device import GPU_CHUNK_ELEMENTS, chunk_elements
@@ -104,19 +105,30 @@ def error_vs_entropy(
     method_params: Mapping[str, Mapping[str, Any]] | None = None,
     progress: Progress | None = None,
     cancel: CancelToken | None = None,
+    causal: bool = False,
 ) -> SweepResult:
     """Each method's error against exact attention at every temperature, at an equal memory budget.
 
     q, k, v: (..., n, d). Parameters come from ``budget_params(method, n, d, fraction)``, overridden by
-    ``method_params[method]``. logits = beta q.k with beta = 1 / tau.
+    ``method_params[method]``. logits = beta q.k with beta = 1 / tau. ``causal``: every method in its causal form,
+    against causally masked exact attention (a method without one is refused, naming it).
     """
     beta_values = _as_betas(taus, betas)
     names = list(dict.fromkeys(methods))
     for name in names:
         registry.get(name)
+    if causal:
+        refused = [name for name in names if not registry.get(name).causal_form]
+        if refused:
+            raise ParameterError(
+                "causal",
+                f"{', '.join(refused)} ha{'s' if len(refused) == 1 else 've'} no causal form; choose among "
+                f"{', '.join(registry.causal_methods())}",
+            )
     n, d = int(q.shape[-2]), int(q.shape[-1])
     overrides = method_params or {}
-    params = {name: {**budget_params(name, n, d, fraction), **overrides.get(name, {})} for name in names}
+    mode = {"causal": True} if causal else {}
+    params = {name: {**budget_params(name, n, d, fraction), **overrides.get(name, {}), **mode} for name in names}
     batch = math.prod(q.shape[:-2]) if q.dim() > 2 else 1
     per_chunk = max(1, min(len(beta_values), chunk_elements(q.device) // max(1, batch * n * n)))
     total_steps = math.ceil(len(beta_values) / per_chunk) * (len(names) + 1)
@@ -134,7 +146,10 @@ def error_vs_entropy(
         chunk = beta_values[start : start + per_chunk]
         scale = torch.as_tensor(chunk, dtype=wide, device=q.device).reshape(-1, *lead)
         stack = [x.unsqueeze(0).expand(len(chunk), *x.shape) for x in (q, k, v)]
-        exact_attention = torch.softmax(scale[..., None, None] * unscaled_logits, dim=-1)
+        logits = scale[..., None, None] * unscaled_logits
+        if causal:
+            logits = logits.masked_fill(~causal_mask(n, q.device), float("-inf"))
+        exact_attention = torch.softmax(logits, dim=-1)
         exact_output = exact_attention @ v.to(wide)
         reduce_dims = tuple(range(1, exact_attention.dim() - 2))
         entropy_parts.append(_mean_over(metrics.mean_row_entropy(exact_attention), reduce_dims))

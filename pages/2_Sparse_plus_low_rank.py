@@ -55,4 +55,5 @@ def fig4(s: ui.Settings) -> None:
 
 scatterbrain_sections(s)
 fig4(s)
+panels.hashing_section(s)
 ui.finish()

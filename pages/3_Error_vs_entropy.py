@@ -52,6 +52,7 @@ if with_rpca and "rpca" in registered:
         chosen.append("rpca")
     else:
         ui.notice("**RPCA oracle**: only offered for n ≤ 256 on this page (it runs many SVDs per temperature).")
+chosen = ui.causal_only(s, chosen)
 if chosen:
     with st.expander("Method knobs", expanded=False):
         tabs = st.tabs([ui.method_label(m) for m in chosen])

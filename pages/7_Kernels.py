@@ -88,7 +88,7 @@ def fit_tab(s: ui.Settings) -> None:
     if cmp is not None:
         table = pd.DataFrame(cmp.rows)
         ui.show_figure(figs.fitting_curve(cmp.curves, cmp.rows), "learned_kernel_curve", data=table, key="lk_curve")
-        fig = figs.comparison_bars(cmp.rows, fit.features, heldout=s.spec.source != "real")
+        fig = figs.comparison_bars(cmp.rows, fit.features, heldout=s.spec.drawn)
         ui.show_figure(fig, "kernel_comparison", data=table, key="lk_bars")
         st.dataframe(table, hide_index=True, width="stretch")
         st.caption(panels.COMPARISON_CAPTION)

@@ -79,8 +79,9 @@ def test_a_browser_session_cannot_clear_the_servers_caches(monkeypatch: pytest.M
     for elements in runs:
         assert "exception" not in elements and CHART_ELEMENTS & set(elements), elements
     assert "refused a clear_cache message from a browser session" in log, log[-2000:]
-    # The settings-file uploader (in the share box) announces the server's limit, which its upload route enforces.
-    assert upload_limits == {1}
+    # The settings-file uploader (in the share box) announces 1 MB; the heads uploader (under Input) the server's
+    # limit, which its upload route enforces.
+    assert upload_limits == {1, 64}
 
 
 async def _send_oversized(base_url: str, size: int) -> int | None:

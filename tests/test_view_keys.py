@@ -52,8 +52,10 @@ EXAMPLES: dict[str, views.View] = {
     "rank_heads_n": views.RankHeadsNRun(TRAIN, 4, 2, 16),
     "rank_heads_construction": views.FactOneConstruction(16, 16, "nearest"),
     "paper_claim": views.PaperClaim("scatterbrain_fig1", "clustered", 0, None),
+    "hashing_comparison": views.HashingComparison(SPEC, 5.0, 0.125, "cpu", 3),
     "paper_claims": views.PaperClaims("scatterbrain", (("scatterbrain_fig1", "clustered"),), 0, "a text"),
     "scaling": views.ScalingRun(("exact", "performer"), (256, 512), 8, 64, 64, 1.0, 0, "cpu", 10.0, 60.0, 2048.0),
+    "error_vs_cost": views.ErrorCostStudy(SPEC, 5.0, ("performer", "lsh"), (0.125, 0.25), True, 3, 0, "cpu", 1),
 }
 
 

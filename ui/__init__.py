@@ -129,6 +129,7 @@ from ui.page_lifecycle import (
 from ui.sidebar import (
     TAU_OPTIONS,
     Settings,
+    causal_only,
     device_control,
     fmt_fraction,
     method_controls,
@@ -187,6 +188,7 @@ __all__ = [
     "method_colour",
     "method_controls",
     "method_label",
+    "causal_only",
     "method_picker",
     "navigation",
     "multiselect",

@@ -152,7 +152,7 @@ def exact_now(view: ExactAttention) -> ExactResult:
     dev = resolve(view.device)
     q, k, v = tensors(spec, dev)
     start = time.perf_counter()
-    result = core.approximate("exact", q, k, v, scale=beta, seed=0)
+    result = core.approximate("exact", q, k, v, scale=beta, seed=0, causal=view.causal)
     core_device.synchronize(dev)
     seconds = time.perf_counter() - start
     attention = result.attention()
@@ -261,7 +261,7 @@ def run_method_now(run: MethodRun) -> MethodResult:
         )
     exact_dense = torch.from_numpy(reference.attention).to(dev) if not reference.reduced else None
     if exact_dense is None:  # large n: recompute exact on the fly rather than caching n x n
-        exact_dense = core.approximate("exact", q, k, v, scale=beta).attention().float()
+        exact_dense = core.approximate("exact", q, k, v, scale=beta, causal=run.exact().causal).attention().float()
         core_cancel.check()
     out_exact = torch.from_numpy(reference.output).to(dev)
     per_head = {

@@ -33,6 +33,7 @@ from ui.url_params import (
 )
 
 SETTINGS_VERSION = 1
+SETTINGS_UPLOAD_MB = 1  # a settings file is about 1 KB (the server's own limit is the heads uploader's)
 
 _STATE = "_ui_state"
 
@@ -345,6 +346,7 @@ def _render_upload(state: PageState) -> None:
             "Load settings (JSON)",
             type=["json"],
             key=upload_key,
+            max_upload_size=SETTINGS_UPLOAD_MB,
             on_change=_load_settings_callback,
             args=(upload_key, state.page),
             help="A settings file downloaded from this page; its values replace the current ones.",

@@ -49,6 +49,7 @@ PAGES: tuple[Page, ...] = (
     Page("pages/7_Kernels.py", "Kernels", "Kernels", opens_on_chart=True),
     Page("pages/8_Scaling.py", "Scaling", "Scaling", opens_on_chart=True),
     Page("pages/9_Paper_claims.py", "Paper_claims", "Paper claims", opens_on_chart=False),  # tables only
+    Page("pages/10_Error_vs_cost.py", "Error_vs_cost", "Error vs cost", opens_on_chart=True),
 )
 ALL_PAGES: tuple[Page, ...] = (HOME, *PAGES)  # Home first, as the sidebar lists them
 
@@ -61,6 +62,7 @@ SMOKE_PARAMS: dict[str, dict[str, str]] = {p.file: {"n": "64"} for p in ALL_PAGE
     "pages/6_Rank_vs_heads.py": {"n": "64", "steps": "20"},
     "pages/7_Kernels.py": {"n": "64", "draws": "250", "lk_steps": "10"},
     "pages/9_Paper_claims.py": {"n": "64", "papers": "rank-vs-heads"},
+    "pages/10_Error_vs_cost.py": {"n": "64", "runs": "1"},
 }
 
 # URL paths ("" is Home) of the pages that open without a Plotly chart.

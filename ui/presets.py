@@ -55,6 +55,14 @@ PRESETS = [
         "and a 1/2 budget (the text is short, so smaller budgets leave each method only a few features).",
     ),
     Preset(
+        "Under a decoder's causal mask",
+        "Compare",
+        f"tau=0.2&causal=true&{METHODS}&methods=nystrom",
+        "Query i sees only keys j ≤ i. Each method runs its own causal form: LSH masks inside its chunks and so keeps "
+        "about half its keys, and its error rises; Scatterbrain's prefix-sum low-rank part still covers the past keys "
+        "its buckets miss. Nyström refuses: its landmarks mix past and future.",
+    ),
+    Preset(
         "Scatterbrain's split, step by step",
         "Sparse_plus_low_rank",
         "tau=0.2",

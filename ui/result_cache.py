@@ -228,11 +228,12 @@ class RedisStore:
     def contains(self, full: str) -> bool:
         return bool(self.call(lambda client: client.exists(REDIS_RESULTS + full), 0))
 
-    def set(self, full: str, data: bytes) -> bool:
+    def set(self, full: str, data: bytes, expire: float | None = None) -> bool:
         if not self._policy_checked:
             self._warn_if_unbounded()
             self._policy_checked = self.problem is None  # asked again when the server was down
-        return bool(self.call(lambda client: client.set(REDIS_RESULTS + full, data), False))
+        seconds = None if expire is None else max(1, math.ceil(expire))  # Redis's ex= takes whole seconds
+        return bool(self.call(lambda client: client.set(REDIS_RESULTS + full, data, ex=seconds), False))
 
     def delete(self, full: str) -> None:
         self.call(lambda client: client.delete(REDIS_RESULTS + full), 0)
@@ -570,7 +571,11 @@ def get_key(full: str) -> Any | None:
 def contains(name: str, key: Any) -> bool:
     """Whether ``get`` would find an entry, without reading or decoding it (a presence test costs one index lookup;
     ``get`` reads and decodes megabytes). An entry that later proves unreadable is dropped by ``get``."""
-    full = make_key(name, key)
+    return contains_key(make_key(name, key))
+
+
+def contains_key(full: str) -> bool:
+    """``contains`` by a key from ``make_key`` (or another key of the cache's own, e.g. an upload's)."""
     with _writes_lock:
         if full in _pending_writes:
             return True
@@ -583,12 +588,13 @@ def contains(name: str, key: Any) -> bool:
         return False
 
 
-def put(name: str, key: Any, value: Any) -> bool:
-    """Store ``value``; False when it is not plain data or larger than the whole bound (then nothing is stored)."""
-    return put_key(make_key(name, key), value)
+def put(name: str, key: Any, value: Any, expire: float | None = None) -> bool:
+    """Store ``value``; False when it is not plain data or larger than the whole bound (then nothing is stored).
+    expire: seconds after which the entry is gone (None: kept until evicted)."""
+    return put_key(make_key(name, key), value, expire)
 
 
-def put_key(full: str, value: Any) -> bool:
+def put_key(full: str, value: Any, expire: float | None = None) -> bool:
     """``put`` by a key from ``make_key``."""
     try:
         data = encode(value)
@@ -596,7 +602,7 @@ def put_key(full: str, value: Any) -> bool:
         return False
     store = redis_store()
     if store is not None:  # bounded by the server's maxmemory policy, not here
-        return store.set(full, data)
+        return store.set(full, data, expire)
     cache = get_cache()
     limit = size_limit()
     if len(data) > limit // 2:
@@ -606,7 +612,7 @@ def put_key(full: str, value: Any) -> bool:
     # (4 s per 4 MB beside two busy threads). A file-like value with read=True is written in 4 MiB chunks.
     value_or_file: bytes | io.BytesIO = data if len(data) < cache.disk.min_file_size else io.BytesIO(data)
     try:
-        cache.set(full, value_or_file, read=not isinstance(value_or_file, bytes), retry=True)
+        cache.set(full, value_or_file, expire=expire, read=not isinstance(value_or_file, bytes), retry=True)
         _evict(cache, limit)
     except diskcache.Timeout:
         return False

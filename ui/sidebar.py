@@ -14,16 +14,19 @@ import streamlit as st
 import torch
 
 import core
+import core.uploads
 from core import device as core_device
 from core import registry
-from ui import compute, page_lifecycle, page_registry, url_params, views, widgets
+from core.registry import CAUSAL
+from ui import compute, page_lifecycle, page_registry, uploads, url_params, views, widgets
 from ui.compute import InputSpec
 
-SOURCES = ("clustered", "gaussian", "real")
+SOURCES = ("clustered", "gaussian", "real", "upload")
 SOURCE_LABELS = {
     "clustered": "Clustered (Scatterbrain Process 1)",
     "gaussian": "Gaussian (independent q, k)",
     "real": "Real model (MiniLM on a text)",
+    "upload": "Your own heads (an uploaded file)",
 }
 MAX_N = 4096  # the dense views build n x n matrices
 MAX_HEADS = 16
@@ -45,6 +48,11 @@ REAL_NOTE = (
     "Move either slider to change them."
 )
 _SOURCE_KEY = "_ui_previous_source"
+# An upload's q is divided by sqrt(d) (core.uploads.load), so τ = 1 is the model's own attention, as for MiniLM.
+UPLOAD_DEFAULTS: dict[str, Any] = {"tau": 1.0}
+UPLOADER_KEY = "_ui_heads_upload"  # + a counter: a new key after each upload frees the file from the session
+_UPLOADER_COUNT = "heads_uploads"  # session store: how many files this session has uploaded
+_UPLOAD_MESSAGE = "upload_message"  # session store: (kind, text) of the last upload, shown under the uploader
 
 
 def max_heads(n: int) -> int:
@@ -71,7 +79,9 @@ SHARED_FIELDS: dict[str, core.ParamSpec] = {
         core.ParamSpec("seed", "int", 0, "Every random draw.", low=0, high=2**31 - 1),
         core.ParamSpec("device", "choice", "auto", "Where the engine runs.", choices=DEVICES),
         core.ParamSpec("budget", "float", 1 / 8, "Memory budget.", grid=BUDGET_OPTIONS, log=True),
+        core.ParamSpec("causal", "bool", False, "Causal (decoder) mask: query i sees keys j <= i."),
         core.ParamSpec("layer", "int", 0, "The real model's layer.", low=0, high=REAL_LAYERS - 1),
+        core.ParamSpec("upload", "text", "", "The uploaded file's sha256.", high=64),
         core.ParamSpec("head", "int", 0, "The head shown.", low=0, high=MAX_HEADS - 1),
         # Display only: clustered input is drawn in cluster order, so the clusters show as blocks at first glance.
         core.ParamSpec("sort_clusters", "bool", True, "Draw positions sorted by cluster."),
@@ -107,6 +117,7 @@ class Settings:
     head: int  # the head shown in single-head views
     # Display only: heatmaps drawn with positions sorted by cluster; every computation uses the real positions.
     sort_clusters: bool = False
+    causal: bool = False  # every method in its causal form, against causally masked exact attention
 
     @property
     def seed(self) -> int:
@@ -137,7 +148,7 @@ class Settings:
         return compute.load_inputs(self.spec)
 
     def exact_view(self) -> views.ExactAttention:
-        return views.ExactAttention(self.spec, self.beta, self.device_name)
+        return views.ExactAttention(self.spec, self.beta, self.device_name, self.causal)
 
     def exact(self) -> compute.ExactResult:
         return compute.exact(self.exact_view())
@@ -182,7 +193,10 @@ class Settings:
         return float(self.exact().entropy.mean())
 
     def method_run(self, method: str, params: dict[str, Any]) -> views.MethodRun:
-        """The view of one method at these settings (its cache key, and what the engine runs)."""
+        """The view of one method at these settings (its cache key, and what the engine runs). Under the causal mask
+        every method runs with causal=True: one without a causal form is refused by the engine, with its reason."""
+        if self.causal:
+            params = {**params, CAUSAL: True}
         return views.MethodRun.of(self.spec, self.beta, self.device_name, method, params, self.seed)
 
     def run(self, method: str, params: dict[str, Any]) -> compute.MethodResult:
@@ -214,6 +228,7 @@ class Settings:
             "device": self.device,
             "device_used": self.device_name,
             "budget": self.fraction,
+            "causal": self.causal,
             "layer": self.spec.layer,
             "head": self.head,
         }
@@ -230,8 +245,10 @@ SHARED_KEYS = (
     "seed",
     "device",
     "budget",
+    "causal",
     "text",
     "layer",
+    "upload",
     "head",
     "sort_clusters",
 )
@@ -290,7 +307,7 @@ def _follow_source_switch(page: page_lifecycle.PageState, source: str, base: dic
     """
     previous = st.session_state.get(_SOURCE_KEY, {}).get(page.page)
     st.session_state.setdefault(_SOURCE_KEY, {})[page.page] = source
-    if previous is None or previous == source or "real" not in (previous, source):
+    if previous is None or previous == source or not {"real", "upload"} & {previous, source}:
         return
     hidden = page_lifecycle.hidden_keys()
     for key in ("tau", "budget") if show_budget else ("tau",):
@@ -348,12 +365,20 @@ def sidebar(
         "sphere). gaussian: unstructured q and k. real: a pretrained MiniLM on your text.",
     )
     bar.caption(SOURCE_LABELS.get(source, source))
-    if source == "real":
-        base.update({k: v for k, v in REAL_DEFAULTS.items() if k not in (defaults or {})})
+    if "upload" in sources:
+        _uploader(bar if source == "upload" else bar.expander("Bring your own heads (upload a file)"), page.page)
+    if source in ("real", "upload"):
+        chosen = REAL_DEFAULTS if source == "real" else UPLOAD_DEFAULTS
+        base.update({k: v for k, v in chosen.items() if k not in (defaults or {})})
     _follow_source_switch(page, source, base, show_budget)
     text = ""
     layer = 0
-    if source == "real":
+    upload = ""
+    if source == "upload":
+        n, d, heads, upload = _upload_input(bar, nav_box, page, base, show_heads, max_n)
+        clusters, spread = base["clusters"], base["spread"]
+        sort_clusters = False
+    elif source == "real":
         text = widgets.text_area(
             "Text", "text", core.data.default_text(), where=bar, max_chars=3000, help="Up to 512 tokens are used."
         )
@@ -476,6 +501,15 @@ def sidebar(
             help="Every method gets this fraction of the n² numbers full attention stores "
             "(per head). Methods are linked to it unless you unlink them.",
         )
+    causal = widgets.toggle(
+        "Causal mask (decoder)",
+        "causal",
+        bool(base["causal"]),
+        where=bar,
+        help="Query i sees only keys j ≤ i, as in a decoder. Each method then runs its own causal form (prefix sums, "
+        "a causal window, causal chunks) and is compared with causally masked exact attention; a method without "
+        "one says why.",
+    )
     if source == "real":
         head = widgets.int_slider("Head", "head", 0, REAL_HEADS - 1, min(base["head"], REAL_HEADS - 1), where=bar)
     elif show_head and heads > 1:
@@ -501,6 +535,7 @@ def sidebar(
         seed=int(seed),
         text=text if source == "real" else "",
         layer=int(layer),
+        upload=upload,
     )
     settings = Settings(
         spec=spec,
@@ -510,11 +545,142 @@ def sidebar(
         fraction=float(fraction),
         head=int(head),
         sort_clusters=bool(sort_clusters),
+        causal=bool(causal),
     )
     with temp_box:
         _temperature_readout(settings)
     navigation(nav_box)
     return settings
+
+
+def upload_limits() -> core.uploads.UploadLimits:
+    """What an upload may hold: n up to the dense views' MAX_N, d up to the d slider's top (bytes: the config)."""
+    return core.uploads.UploadLimits(max_n=MAX_N, max_d=int(field_range("d")[1]))
+
+
+def _uploader(where: Any, page: str) -> None:
+    """The file uploader of q, k, v (or logits), with its own size limit (the app's other uploads keep the global
+    1 MB of .streamlit/config.toml), and the outcome of the last upload."""
+    key = f"{UPLOADER_KEY}_{page_lifecycle.session_store().get(_UPLOADER_COUNT, 0)}"
+    # Streamlit's upload route enforces only the server's maxUploadSize (.streamlit/config.toml), whatever a widget
+    # announces: never announce more than it lets through.
+    route_mb = int(st.get_option("server.maxUploadSize"))
+    where.file_uploader(
+        "Your heads: q, k, v or logits (.safetensors or .npz)",
+        type=list(core.uploads.FORMATS),
+        key=key,
+        on_change=_heads_uploaded,
+        args=(page, key),
+        max_upload_size=min(core.uploads.upload_limit_mb(), route_mb),
+        help="Arrays named q, k, v (or query, key, value), each (heads, n, d) or (n, d), as your model's projections "
+        "give them (q is divided by √d here, so τ = 1 is your model's attention); or one layer's logits, "
+        "(heads, n, n) or (n, n). The README shows how to export them from a Hugging Face model. The file is kept "
+        f"{core.uploads.upload_hours():g} hours, and links carry its sha256.",
+    )
+    message = page_lifecycle.session_store().get(_UPLOAD_MESSAGE, {}).get(page)
+    if message is not None:
+        kind, text = message
+        (where.success if kind == "success" else where.error)(text)
+
+
+def _heads_uploaded(page: str, key: str) -> None:
+    """The uploader's callback (it runs before the script, so it may switch the input to the upload)."""
+    file = st.session_state.get(key)
+    store = page_lifecycle.session_store()
+    messages = store.setdefault(_UPLOAD_MESSAGE, {})
+    if file is None:
+        messages.pop(page, None)
+        return
+    try:
+        upload = core.uploads.read_upload(file.getvalue(), file.name, upload_limits())
+        if not uploads.store(upload):
+            raise core.ParameterError(
+                "upload", "the shared result cache did not keep it (it does not answer, or it is too small); try again"
+            )
+    except core.ParameterError as exc:
+        reason = str(exc).removeprefix("upload: ")
+        messages[page] = ("error", f"**{url_params.cut_value(file.name)}** was not used: {reason}")
+        return
+    kind = "logits" if upload.kind == "logits" else "q, k, v"
+    messages[page] = (
+        "success",
+        f"Uploaded {kind}: {upload.heads} head(s), n = {upload.n}, d = {upload.d}. Its link works on every server "
+        f"sharing this cache for {core.uploads.upload_hours():g} hours.",
+    )
+    # The arrays are in the shared cache now: a fresh uploader lets Streamlit drop the file from this session.
+    store[_UPLOADER_COUNT] = store.get(_UPLOADER_COUNT, 0) + 1
+    st.session_state["input"] = "upload"
+    st.session_state["upload"] = upload.sha256
+    for key in ("heads", "head"):  # the new file's own head count is the default
+        st.session_state.pop(key, None)
+
+
+def _stop_input(bar: Any, nav_box: Any, page: page_lifecycle.PageState, kind: str, message: str) -> None:
+    """End the page here: the input cannot be used (no upload chosen, or it has expired)."""
+    st.info(message) if kind == "info" else st.error(message)
+    page.link_box = bar.container()
+    navigation(nav_box)
+    # The page's own controls were not drawn: their link values are not unknown, and the next run (after an
+    # upload) reads the link again as a first visit, so they still apply.
+    page.first_run = False
+    page_lifecycle.session_store()["seen"].discard(page.page)
+    page_lifecycle.finish_page()
+    st.stop()
+
+
+def _upload_input(
+    bar: Any, nav_box: Any, page: page_lifecycle.PageState, base: dict[str, Any], show_heads: bool, max_n: int
+) -> tuple[int, int, int, str]:
+    """(n, d, heads, sha256) of the uploaded heads named by ``?upload=``; ends the page with a message when there
+    is none or it has expired."""
+    sha = widgets.text_line(
+        "Upload id (sha256)",
+        "upload",
+        "",
+        max_chars=64,
+        where=bar,
+        help="The uploaded file's sha256. A link carries it, and every server sharing this result cache finds "
+        "the upload by it while it is kept.",
+    ).strip()
+    if not sha:
+        _stop_input(bar, nav_box, page, "info", "Upload a .safetensors or .npz file of your heads in the sidebar.")
+    if not core.uploads.is_sha256(sha):
+        _stop_input(bar, nav_box, page, "error", "**Upload id**: must be a sha256 (64 lowercase hexadecimal digits).")
+    try:
+        info = uploads.describe(sha)
+    except core.ParameterError as exc:
+        _stop_input(bar, nav_box, page, "error", f"**Upload**: {str(exc).removeprefix('upload: ')}")
+    n, d = int(info["n"]), int(info["d"])
+    if n > max_n:
+        _stop_input(
+            bar, nav_box, page, "error",
+            f"This page draws up to n = {max_n}; your upload has n = {n}. Compare and Error vs entropy take it.",
+        )  # fmt: skip
+    heads_max = min(int(info["heads"]), max_heads(n))
+    if show_heads:
+        heads = widgets.int_slider(
+            "Heads",
+            "heads",
+            1,
+            heads_max,
+            heads_max,
+            where=bar,
+            help=f"The first heads of your file (it has {info['heads']}); at most {max_heads(n)} at n = {n}, "
+            "so that n × n attention per head fits this app's memory budget.",
+        )
+    else:
+        heads = min(int(base["heads"]), heads_max)
+    caption = f"n = {n}, d = {d}, {info['heads']} head(s) in the file ({info['format']}, {info['dtype']})."
+    if info["kind"] == "logits":
+        caption += (
+            f" Logits only: q and k are an exact factorisation of them (rank {info['rank']}), so exact attention and "
+            "the oracles see your matrix; hashing and random-feature methods see this factorisation, not your "
+            "model's projections, and v holds seeded random values."
+        )
+    else:
+        caption += " q is divided by √d: τ = 1 is your model's own attention."
+    bar.caption(caption)
+    return n, d, int(heads), sha
 
 
 def _temperature_readout(settings: Settings) -> None:
@@ -576,6 +742,8 @@ def method_controls(settings: Settings, method: str, where: Any = None) -> dict[
     values: dict[str, Any] = {}
     fixed_notes = []
     for p in spec.params:
+        if p.name == CAUSAL:  # the sidebar's one causal toggle sets it for every method (Settings.method_run)
+            continue
         key = param_key(method, p.name)
         start = budget.get(p.name, spec.validate({}, n, d).get(p.name, p.default))
         if p.budgeted and linked:
@@ -636,6 +804,20 @@ def _param_widget(p: core.ParamSpec, key: str, start: Any, n: int, d: int, where
     except ValueError:
         page_lifecycle.notice(f"**{label}**: `{text[:40]}` is not a list of integers; using {start}.")
         return start
+
+
+def causal_only(settings: Settings, methods: list[str]) -> list[str]:
+    """Under the causal mask, the methods that have a causal form; each one left out is named in a notice, with why."""
+    if not settings.causal:
+        return methods
+    kept = [m for m in methods if registered_methods()[m].causal_form]
+    for method in methods:
+        if method not in kept:
+            spec = registered_methods()[method]
+            page_lifecycle.notice(
+                f"**{spec.label}** is left out under the causal mask: {spec.no_causal_reason or 'no causal form'}."
+            )
+    return kept
 
 
 def method_picker(

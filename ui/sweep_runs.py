@@ -40,6 +40,7 @@ def temperature_sweep(
         seed=s.seed,
         params=views.method_params(methods, params),
         device=s.device_name,
+        causal=s.causal,
     )
     work = len(taus) * s.spec.heads * s.spec.n**2 * (len(methods) + 1)
     return views.run(view, estimate_seconds(work), title="The temperature sweep")  # type: ignore[no-any-return]
@@ -55,10 +56,11 @@ def real_heads_table(
     rows, refused = [], []
     for layer in range(REAL_LAYERS):
         spec = s.spec.replace(layer=layer)
-        exact = compute.exact(views.ExactAttention(spec, s.beta, s.device_name))
+        exact = compute.exact(views.ExactAttention(spec, s.beta, s.device_name, s.causal))
         for method in methods:
+            mode = {"causal": True} if s.causal else {}
             res = compute.run_method_scheduled(
-                views.MethodRun.of(spec, s.beta, s.device_name, method, params[method], s.seed)
+                views.MethodRun.of(spec, s.beta, s.device_name, method, {**params[method], **mode}, s.seed)
             )
             if res.error_message:
                 refused.append((method, res.error_message))

@@ -93,6 +93,11 @@ class View(abc.ABC):
     def replace(self, **changes: Any) -> Any:
         return dataclasses.replace(self, **changes)
 
+    def shared(self) -> bool:
+        """Whether ``cached`` keeps this view's result in the shared cache (an upload is already there, with its
+        own expiry)."""
+        return True
+
 
 def key_fields(view_type: type[View]) -> list[str]:
     """The names of the fields that make up a view type's key."""
@@ -108,6 +113,8 @@ def run(view: View, estimate_seconds: float | None, *, title: str | None = None)
 
 def cached(view: View) -> Any:
     """The view's result through the shared cache, computed at once in this thread when missing."""
+    if not view.shared():
+        return view.compute(None)
     return result_cache.cached(view.cache_name, view.key(), lambda: view.compute(None))
 
 
@@ -137,25 +144,38 @@ class InputSpec(View):
 
     cache_name: ClassVar[str] = "inputs"
 
-    source: str  # clustered | gaussian | real
+    source: str  # clustered | gaussian | real | upload
     n: int
     d: int
-    heads: int
+    heads: int  # upload: its first ``heads`` heads
     clusters: int
     spread: float
     seed: int
     text: str = ""
     layer: int = 0
+    upload: str = ""  # the uploaded file's sha256 (ui/uploads.py), source "upload" only
+
+    @property
+    def drawn(self) -> bool:
+        """Synthetic: another seed draws fresh q, k, v (a real text or an upload has only its own)."""
+        return self.source in ("clustered", "gaussian")
+
+    def shared(self) -> bool:
+        return self.source != "upload"  # the upload's arrays are in the cache already, with their expiry
 
     def describe(self) -> str:
         if self.source == "real":
             return f"MiniLM layer {self.layer}, {self.heads} heads, n = {self.n} tokens, d = {self.d}"
+        if self.source == "upload":
+            return f"your upload {self.upload[:12]}…: {self.heads} head(s), n = {self.n}, d = {self.d}"
         extra = f", {self.clusters} clusters, σ = {self.spread:g}" if self.source == "clustered" else ""
         return f"{self.source}: n = {self.n}, d = {self.d}, {self.heads} head(s){extra}, seed {self.seed}"
 
     def compute(self, report: Callable[..., None] | None = None) -> Any:
-        from ui import compute
+        from ui import compute, uploads
 
+        if self.source == "upload":
+            return uploads.input_arrays(self.upload, self.heads)
         return compute.load_inputs_now(self)
 
 
@@ -168,6 +188,7 @@ class ExactAttention(View):
     inputs: InputSpec
     beta: float
     device: str  # the device actually used: cpu | cuda
+    causal: bool = False  # causally masked: query i attends to keys j <= i
 
     def compute(self, report: Callable[..., None] | None = None) -> Any:
         from ui import compute
@@ -199,7 +220,8 @@ class MethodRun(View):
         return params_dict(self.params)
 
     def exact(self) -> ExactAttention:
-        return ExactAttention(self.inputs, self.beta, self.device)
+        """Exact attention in the same mode (causal or not) as this run."""
+        return ExactAttention(self.inputs, self.beta, self.device, bool(self.kwargs.get("causal", False)))
 
     def compute(self, report: Callable[..., None] | None = None) -> Any:
         from ui import compute
@@ -246,6 +268,7 @@ class TemperatureSweep(View):
     seed: int
     params: MethodParams
     device: str
+    causal: bool = False
 
     def compute(self, report: Callable[..., None] | None = None) -> Any:
         from core import sweeps
@@ -261,6 +284,7 @@ class TemperatureSweep(View):
             seed=self.seed,
             method_params=method_params_dict(self.params),
             progress=report,
+            causal=self.causal,
         )
         return {
             "entropy": result.entropy,
@@ -517,7 +541,7 @@ class KernelComparison(View):
     def compute(self, report: Callable[..., None] | None = None) -> Any:
         from core import kernel_study
 
-        fresh = None if self.inputs.source == "real" else _qkv(self.inputs, self.device, seed_offset=1)
+        fresh = _qkv(self.inputs, self.device, seed_offset=1) if self.inputs.drawn else None
         fit_on = _qkv(self.inputs, self.device)
         args = (self.features, list(self.variants), self.steps, self.penalty, self.lr)
         return kernel_study.compare_on_inputs(fit_on, fresh, self.beta, *args, self.seed)
@@ -642,7 +666,59 @@ class ScalingRun(View):
         )
 
 
+@dataclasses.dataclass(frozen=True)
+class ErrorCostStudy(View):
+    """Error against measured time and peak memory: every method at every budget on one input, on this server."""
+
+    cache_name: ClassVar[str] = "error_vs_cost"
+
+    inputs: InputSpec
+    beta: float
+    methods: tuple[str, ...]
+    budgets: tuple[float, ...]  # fractions of full attention's n^2 scores
+    with_exact: bool
+    warm_runs: int
+    seed: int
+    device: str
+    take: int  # the measurement's number: times are measurements, and a new number measures again
+
+    def compute(self, report: Callable[..., None] | None = None) -> Any:
+        from core import cost_study
+        from core.approximation import prepare_inputs
+
+        q, k, v = _tensors(self.inputs, self.device)
+        return cost_study.cost_study(
+            prepare_inputs(q, k, v, self.beta, self.seed),
+            list(self.methods),
+            list(self.budgets),
+            warm_runs=self.warm_runs,
+            with_exact=self.with_exact,
+            progress=report,
+        )
+
+
 # ------------------------------------------------------------------ Paper claims
+
+
+@dataclasses.dataclass(frozen=True)
+class HashingComparison(View):
+    """Angular against SMYRF's XBOX+ / E2LSH hashing for lsh and scatterbrain on the page's input, at its budget."""
+
+    cache_name: ClassVar[str] = "hashing_comparison"
+
+    inputs: InputSpec
+    beta: float
+    fraction: float
+    device: str
+    seeds: int = 3
+
+    def compute(self, report: Callable[..., None] | None = None) -> Any:
+        from core import hashing_study
+
+        q, k, v = _tensors(self.inputs, self.device)
+        return hashing_study.compare_hashings(
+            q, k, v, beta=self.beta, fraction=self.fraction, seeds=range(self.seeds), progress=report
+        )
 
 
 @dataclasses.dataclass(frozen=True)

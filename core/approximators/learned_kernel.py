@@ -471,6 +471,8 @@ register(
         budget=learned_budget,
         cost=learned_cost,
         randomized=True,
+        no_causal_reason="its feature map is fitted to this input's full attention matrix, future keys included, "
+        "so even prefix sums would carry the future in phi; no causal fit is implemented",
     )
 )
 
@@ -515,5 +517,6 @@ register(
         params=(),
         fn=_run_elu,
         cost=elu_cost,
+        no_causal_reason="its causal form (prefix sums, Katharopoulos et al.) is not implemented here yet",
     )
 )

@@ -88,5 +88,7 @@ register(
         cost=linformer_cost,
         randomized=True,
         half_native=True,
+        no_causal_reason="Linformer projects keys and values along the whole sequence, so every projected key "
+        "mixes past and future positions; it has no causal form",
     )
 )

@@ -1,7 +1,9 @@
 """Local (banded) attention: each query attends to keys within ``window`` positions, |i - j| <= w.
 
 The band is computed in blocks of length L = max(w, 1): query block t needs key blocks t-1, t, t+1,
-so the scores are (n / L) x L x 3L: O(n w) memory, never n x n. The blocks go through SDPA (one fused call per
+so the scores are (n / L) x L x 3L: O(n w) memory, never n x n. Causal: keys i - w .. i only, so query block t
+needs key blocks t-1 and t, (n / L) x L x 2L scores (lucidrains' local-attention with look_backward=1,
+look_forward=0). The blocks go through SDPA (one fused call per
 memory-bounded group of blocks; heads are blocks too), which keeps half-precision softmax statistics in float32.
 """
 
@@ -27,9 +29,10 @@ from core.registry import MethodSpec, ParamSpec, register
 
 
 def band_groups(
-    inputs: AttentionInputs, window: int, bytes_per_pair: int, bytes_per_row: int = 0
+    inputs: AttentionInputs, window: int, bytes_per_pair: int, bytes_per_row: int = 0, causal: bool = False
 ) -> Iterator[BlockGroup]:
-    """Query blocks of L = max(w, 1) positions with the 3L keys around them, in memory-bounded groups.
+    """Query blocks of L = max(w, 1) positions with the 3L keys around them (causal: the 2L keys up to the block's
+    end, masked to 0 <= i - j <= w), in memory-bounded groups.
 
     Blocks are ordered (batch, block), so a group's queries are consecutive rows of the padded sequence.
     bytes_per_pair, bytes_per_row: what the caller's temporaries take per score and per row, for the group size.
@@ -40,13 +43,15 @@ def band_groups(
     blocks = b * blocks_per_row
     device = inputs.device
     offsets = torch.arange(length, device=device)
-    key_offsets = torch.arange(3 * length, device=device) - length
+    key_blocks = 2 if causal else 3
+    key_offsets = torch.arange(key_blocks * length, device=device) - length
     # |i - j| <= w depends only on the offsets inside the block: one (L, 3L) pattern serves every block.
-    pattern = (offsets.unsqueeze(-1) - key_offsets.unsqueeze(0)).abs_() <= window
+    lag = offsets.unsqueeze(-1) - key_offsets.unsqueeze(0)
+    pattern = (lag >= 0) & (lag <= window) if causal else lag.abs_() <= window
     tables = flat_rows(inputs.q), flat_rows(inputs.k), flat_rows(inputs.v)
-    row_bytes = inputs.q.element_size() * (inputs.d + 3 * (inputs.d + inputs.dv)) + 8 * 4 + 4 * bytes_per_row
-    bytes_per_block = 3 * length * length * (1 + bytes_per_pair) + length * row_bytes
-    group = blocks_per_group(blocks, bytes_per_block, blocks * 3 * length * length)
+    row_bytes = inputs.q.element_size() * (inputs.d + key_blocks * (inputs.d + inputs.dv)) + 8 * 4 + 4 * bytes_per_row
+    bytes_per_block = key_blocks * length * length * (1 + bytes_per_pair) + length * row_bytes
+    group = blocks_per_group(blocks, bytes_per_block, blocks * key_blocks * length * length)
     for start in range(0, blocks, group):
         block = torch.arange(start, min(start + group, blocks), device=device)
         batch = torch.div(block, blocks_per_row, rounding_mode="floor")
@@ -71,9 +76,10 @@ def band_groups(
         )
 
 
-def band_mask(n: int, window: int, device: torch.device) -> torch.Tensor:
+def band_mask(n: int, window: int, device: torch.device, causal: bool = False) -> torch.Tensor:
     pos = torch.arange(n, device=device)
-    return (pos[:, None] - pos[None, :]).abs() <= window
+    lag = pos[:, None] - pos[None, :]
+    return ((lag >= 0) & (lag <= window)) if causal else lag.abs() <= window
 
 
 # SDPA's temporaries per score (a boolean mask, its float copy and the scores), for the group size.
@@ -81,14 +87,14 @@ SDPA_BYTES_PER_PAIR = 9
 
 
 def _run(inputs: AttentionInputs, params: dict[str, Any]) -> Approximation:
-    window = params["window"]
+    window, causal = params["window"], bool(params.get("causal"))
     b, n, length = inputs.batch, inputs.n, max(1, min(window, inputs.n))
     padded = ceil_div(n, length) * length
     output = torch.empty(b * padded, inputs.dv, dtype=inputs.dtype, device=inputs.device)
     # One scale for the batch goes to SDPA as it is; a scale per batch element (a temperature sweep) scales q.
     shared_scale = float(inputs.scale.amax()) if bool(inputs.scale.amin() == inputs.scale.amax()) else None
     start = 0
-    for group in band_groups(inputs, window, SDPA_BYTES_PER_PAIR):
+    for group in band_groups(inputs, window, SDPA_BYTES_PER_PAIR, causal=causal):
         q = group.q if shared_scale is not None else (group.q * group.scale).to(inputs.dtype)
         # Every real query has itself in its band, so only padding rows are fully masked (and dropped).
         # 4-D: torch's CPU kernel takes its fused path (half matmuls, float32 statistics) only for 4-D inputs; the
@@ -104,18 +110,19 @@ def _run(inputs: AttentionInputs, params: dict[str, Any]) -> Approximation:
         start += out.shape[0] * length
     output = output.view(b, padded, inputs.dv)[:, :n]
 
-    def dense() -> torch.Tensor:
-        return masked_softmax(float32_copy(inputs).logits(), band_mask(inputs.n, window, inputs.device))
+    def support() -> torch.Tensor:
+        return band_mask(inputs.n, window, inputs.device, causal)
 
-    return make_result(
-        inputs, "local", output, dense=dense, parts={"support": lambda: band_mask(inputs.n, window, inputs.device)}
-    )
+    def dense() -> torch.Tensor:
+        return masked_softmax(float32_copy(inputs).logits(), support())
+
+    return make_result(inputs, "local", output, dense=dense, parts={"support": support})
 
 
 def local_cost(inputs: AttentionInputs, params: dict[str, Any]) -> Cost:
     n, d, dv, b = inputs.n, inputs.d, inputs.dv, inputs.batch
     length = max(1, min(params["window"], n))
-    pairs = ceil_div(n, length) * length * 3 * length
+    pairs = ceil_div(n, length) * length * (2 if params.get("causal") else 3) * length
     return Cost(memory=b * pairs, flops=b * (2 * pairs * d + 2 * pairs * dv + 4 * pairs))
 
 
@@ -124,7 +131,8 @@ def window_param(default: int = 32) -> ParamSpec:
         "window",
         "int",
         default,
-        "Each query attends to keys at most this many positions away (|i - j| <= window).",
+        "Each query attends to keys at most this many positions away (|i - j| <= window; causal: i - window <= "
+        "j <= i).",
         low=0,
         high=lambda n, d: float(max(n - 1, 0)),
         budgeted=True,
@@ -147,5 +155,6 @@ register(
         budget=local_budget,
         cost=local_cost,
         half_native=True,
+        causal_form=True,
     )
 )

@@ -4,7 +4,9 @@ Each round draws a random rotation R and hashes queries and keys separately by a
 h(x) = argmax([x R, -x R]) (on unit-normalised x, so Q != K works), refined by a second angular hash.
 As in SMYRF, queries and keys are then sorted by hash code (ties by position) and cut into ``buckets``
 balanced chunks of c = ceil(n / buckets): query chunk t attends to key chunk t. That keeps the cost at
-O(n c) per round whatever the bucket sizes, and with one bucket it is exact attention.
+O(n c) per round whatever the bucket sizes, and with one bucket it is exact attention. ``hashing="xbox_e2lsh"``
+sorts by SMYRF's hash instead (XBOX+ then E2LSH, one projection per round: core/approximators/smyrf_hashing.py),
+which ranks keys by inner product rather than by cosine; the chunks are cut the same way.
 
 Rounds are combined as attention over the union of their supports: a pair counts only in the first round
 that finds it, and the rounds' outputs are mixed with log-sum-exp weights.
@@ -25,6 +27,7 @@ from typing import Any
 import torch
 
 from core.approximation import Approximation, AttentionInputs, Cost, make_result
+from core.approximators import smyrf_hashing
 from core.approximators.common import (
     HASH_STREAM,
     BlockGroup,
@@ -36,10 +39,16 @@ from core.approximators.common import (
     is_half,
     masked_softmax,
 )
+from core.errors import ParameterError
 from core.registry import MethodSpec, ParamSpec, register
 
 MAX_ROUNDS = 16
 MAX_DIRECTIONS = 32
+# How queries and keys are hashed before the sort: Reformer's angular LSH (cosine order), or SMYRF's XBOX+ then E2LSH
+# (inner-product order; core/approximators/smyrf_hashing.py).
+ANGULAR = "angular"
+XBOX_E2LSH = "xbox_e2lsh"
+HASHINGS = (ANGULAR, XBOX_E2LSH)
 
 
 @dataclass
@@ -54,6 +63,8 @@ class HashPlan:
     k_bucket: torch.Tensor
     chunk: int  # c
     chunks: int  # number of chunks per round (= buckets)
+    # Causal: a chunk's query attends only to its keys at positions <= its own (set by the caller).
+    causal: bool = False
 
     @property
     def rounds(self) -> int:
@@ -61,7 +72,12 @@ class HashPlan:
 
     def support_rounds(self) -> torch.Tensor:
         """(B, R, n, n) bool: (i, j) in round r's support."""
-        return self.q_chunk.unsqueeze(-1) == self.k_chunk.unsqueeze(-2)
+        same = self.q_chunk.unsqueeze(-1) == self.k_chunk.unsqueeze(-2)
+        return same.logical_and_(self._causal_mask()) if self.causal else same
+
+    def _causal_mask(self) -> torch.Tensor:
+        n = self.q_chunk.shape[-1]
+        return torch.ones(n, n, dtype=torch.bool, device=self.q_chunk.device).tril_()
 
     def support(self) -> torch.Tensor:
         """(B, n, n) bool: the union of the rounds' supports, built round by round (no (B, R, n, n) tensor)."""
@@ -71,8 +87,9 @@ class HashPlan:
         return union
 
     def round_support(self, r: int) -> torch.Tensor:
-        """(B, n, n) bool: round r's support (query and key in the same chunk)."""
-        return self.q_chunk[:, r].unsqueeze(-1) == self.k_chunk[:, r].unsqueeze(-2)
+        """(B, n, n) bool: round r's support (query and key in the same chunk; causal: key j <= query i)."""
+        same = self.q_chunk[:, r].unsqueeze(-1) == self.k_chunk[:, r].unsqueeze(-2)
+        return same.logical_and_(self._causal_mask()) if self.causal else same
 
     def seen_before(
         self, batch: torch.Tensor, rounds: torch.Tensor, latest: int, q_pos: torch.Tensor, k_pos: torch.Tensor
@@ -101,24 +118,46 @@ class HashPlan:
         return torch.cat([chunks, torch.full_like(chunks[..., :1], fill)], dim=-1)
 
 
-def hash_directions(buckets: int) -> tuple[int, int]:
-    """Random directions of the primary and secondary angular hash.
+def hash_directions(buckets: int, hashing: str = ANGULAR) -> tuple[int, int]:
+    """Random directions of the primary and secondary hash of one round.
 
     The hash only fixes the sort order; the chunks come from cutting the sorted sequence. So one fixed-size
     code serves every bucket count and hashing costs O(n d) per round: a primary hash into 2 * MAX_DIRECTIONS
     buckets, and a secondary one that orders the points inside each primary bucket. One bucket needs none.
+    SMYRF's E2LSH sorts by one projection per round (its n_hashes are rounds), which orders the points fully.
     """
     if buckets <= 1:
         return 0, 0
+    if hashing == XBOX_E2LSH:
+        return 1, 0
     return MAX_DIRECTIONS, MAX_DIRECTIONS
 
 
-def hash_plan(inputs: AttentionInputs, rounds: int, buckets: int) -> HashPlan:
-    """Angular LSH of queries and keys for every round, sorted into balanced chunks.
+def _smyrf_order(
+    inputs: AttentionInputs, q: torch.Tensor, k: torch.Tensor, rounds: int
+) -> tuple[tuple[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]:
+    """(bucket, sorted order) of queries and keys, (B, R, n) each, by XBOX+ then E2LSH (core/approximators/
+    smyrf_hashing.py): sorted by the projection a.x + b, as SMYRF's released code does; ties keep position order."""
+    q_wide, k_wide = smyrf_hashing.xbox_plus(q, k)
+    directions, offsets = smyrf_hashing.e2lsh_draws(inputs.generator(HASH_STREAM), rounds, q_wide.shape[-1])
+    directions, offsets = (t.to(device=inputs.device, dtype=q.dtype) for t in (directions, offsets))
+    results = []
+    for x in (q_wide, k_wide):
+        projection = smyrf_hashing.e2lsh_projection(x, directions, offsets)
+        results.append((smyrf_hashing.e2lsh_buckets(projection), projection.argsort(dim=-1, stable=True)))
+    return results[0], results[1]
 
-    Hashes depend on q and k alone: when the batch repeats one q and k (``inputs.repeats``, a temperature sweep),
-    the first copy is hashed and its plan repeated, which gives the same plan as hashing every copy.
+
+def hash_plan(inputs: AttentionInputs, rounds: int, buckets: int, hashing: str = ANGULAR) -> HashPlan:
+    """LSH of queries and keys for every round, sorted into balanced chunks.
+
+    hashing: ``ANGULAR`` (Reformer's angular LSH of unit vectors, cosine order) or ``XBOX_E2LSH`` (SMYRF's XBOX+
+    transform then E2LSH, inner-product order). Hashes depend on q and k alone: when the batch repeats one q and k
+    (``inputs.repeats``, a temperature sweep), the first copy is hashed and its plan repeated, which gives the same
+    plan as hashing every copy.
     """
+    if hashing not in HASHINGS:
+        raise ParameterError("hashing", f"must be one of {', '.join(map(repr, HASHINGS))}, got {hashing!r}")
     repeats = inputs.repeats
     b, n, d = inputs.batch // repeats, inputs.n, inputs.d
     q_all, k_all = inputs.q[:b], inputs.k[:b]
@@ -128,8 +167,8 @@ def hash_plan(inputs: AttentionInputs, rounds: int, buckets: int) -> HashPlan:
     primary, secondary = hash_directions(buckets)
     # Hashing needs float32 at least: half-precision inputs are hashed as their float32 copy.
     hash_dtype = inputs.statistics_dtype
-    rotations = inputs.randn(rounds, d, max(primary + secondary, 1), stream=HASH_STREAM).to(hash_dtype)
     positions = torch.arange(n, device=inputs.device)
+    smyrf = hashing == XBOX_E2LSH and buckets > 1
 
     def angular(rotated: torch.Tensor) -> torch.Tensor:
         # argmax over [x R, -x R] without building the concatenation
@@ -137,7 +176,7 @@ def hash_plan(inputs: AttentionInputs, rounds: int, buckets: int) -> HashPlan:
         bottom, bottom_index = rotated.min(dim=-1)
         return torch.where(top >= -bottom, top_index, bottom_index + rotated.shape[-1])
 
-    def hashes(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def hashes(x: torch.Tensor, rotations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         if not primary:
             zeros = torch.zeros(b, rounds, n, dtype=torch.long, device=inputs.device)
             return zeros, zeros
@@ -147,17 +186,25 @@ def hash_plan(inputs: AttentionInputs, rounds: int, buckets: int) -> HashPlan:
         bucket = angular(torch.einsum("bnd,rdk->brnk", unit, rotations[..., :primary]))
         return bucket, bucket * (2 * secondary) + angular(torch.einsum("bnd,rdk->brnk", unit, rotations[..., primary:]))
 
-    def order_and_chunk(code: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def angular_order(code: torch.Tensor) -> torch.Tensor:
         key = code * n + positions  # sort by hash code, ties by position (a stable, seed-free order)
-        order = key.argsort(dim=-1)
+        return key.argsort(dim=-1)
+
+    def padded_and_chunked(order: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         rank = torch.empty_like(order)
         rank.scatter_(-1, order, positions.expand_as(order))
         pad = torch.full((b, rounds, chunks * chunk - n), n, dtype=order.dtype, device=order.device)
         return torch.cat([order, pad], dim=-1), torch.div(rank, chunk, rounding_mode="floor")
 
-    (q_bucket, q_code), (k_bucket, k_code) = hashes(q_all), hashes(k_all)
-    q_order, q_chunk = order_and_chunk(q_code)
-    k_order, k_chunk = order_and_chunk(k_code)
+    if smyrf:
+        q_hashed, k_hashed = _smyrf_order(inputs, q_all.to(hash_dtype), k_all.to(hash_dtype), rounds)
+        (q_bucket, q_sorted), (k_bucket, k_sorted) = q_hashed, k_hashed
+    else:
+        rotations = inputs.randn(rounds, d, max(primary + secondary, 1), stream=HASH_STREAM).to(hash_dtype)
+        (q_bucket, q_code), (k_bucket, k_code) = hashes(q_all, rotations), hashes(k_all, rotations)
+        q_sorted, k_sorted = angular_order(q_code), angular_order(k_code)
+    q_order, q_chunk = padded_and_chunked(q_sorted)
+    k_order, k_chunk = padded_and_chunked(k_sorted)
     if repeats > 1:
         q_order, k_order, q_chunk, k_chunk, q_bucket, k_bucket = (
             t.repeat(repeats, *(1,) * (t.dim() - 1)) for t in (q_order, k_order, q_chunk, k_chunk, q_bucket, k_bucket)
@@ -194,6 +241,8 @@ def chunk_blocks(
         # Padding positions (n) read the batch element's last row; the mask drops them.
         q_index, k_index = offset + q_pos.clamp_max(n - 1), offset + k_pos.clamp_max(n - 1)
         valid = (q_pos < n).unsqueeze(-1) & (k_pos < n).unsqueeze(-2)
+        if plan.causal:  # padding (n) is already out: it is after every query and key
+            valid.logical_and_(k_pos.unsqueeze(-2) <= q_pos.unsqueeze(-1))
         seen = plan.seen_before(batch, round_of[part], latest, q_pos, k_pos)
         if seen is not None:
             valid.logical_and_(seen.logical_not_())
@@ -201,20 +250,42 @@ def chunk_blocks(
         yield BlockGroup(q_pos, q_index, k_index, batch, round_of[part], valid, q, k, v, inputs.scale[batch])
 
 
+def causal_self_rule(support: torch.Tensor) -> torch.Tensor:
+    """Reformer's rule on a causal support (..., n, n): no pair (i, i), except that a query with no other key
+    attends to itself alone (whether or not the hash put its own key with it)."""
+    diagonal = torch.eye(support.shape[-1], dtype=torch.bool, device=support.device)
+    others = support & ~diagonal
+    return others | (diagonal & ~others.any(-1, keepdim=True))
+
+
 def _lsh_output(inputs: AttentionInputs, plan: HashPlan) -> torch.Tensor:
     """Softmax over the union of the rounds' supports: each round's chunks give a log-sum-exp and a normalised
-    output per query, and the rounds are mixed with softmax weights of their log-sum-exps."""
+    output per query, and the rounds are mixed with softmax weights of their log-sum-exps.
+
+    Causal plans follow Reformer's rule (``causal_self_rule``): the pair (i, i) is left out of every chunk, and a
+    query that finds no other key in any round takes its own value."""
     b, n, rounds = inputs.batch, inputs.n, plan.rounds
     stats = inputs.statistics_dtype
     lowest = torch.finfo(stats).min
     # (round, batch, position) rows, with one padding row per (round, batch) for the padding queries
     outputs = torch.zeros(rounds * b * (n + 1), inputs.dv, dtype=stats, device=inputs.device)
     lses = torch.full((rounds * b * (n + 1), 1), lowest, dtype=stats, device=inputs.device)
+    # Causal: how many keys other than itself each (batch, position) query found, over all rounds.
+    other_keys = torch.zeros(b * (n + 1), dtype=torch.int32, device=inputs.device) if plan.causal else None
     half_bytes = 4 if is_half(inputs.dtype) else 0  # the half copies of the scores and probabilities
     for group in chunk_blocks(inputs, plan, half_bytes):
-        scores = group.scores(stats).masked_fill_(~group.valid, lowest)
+        if other_keys is not None:
+            itself = group.q_pos.unsqueeze(-1) == group.k_index.remainder(n).unsqueeze(-2)
+            group.valid.logical_and_(itself.logical_not_())
+            found = group.valid.sum(-1, dtype=torch.int32).reshape(-1)
+            other_keys.index_add_(0, (group.batch * (n + 1)).unsqueeze(-1).add(group.q_pos).reshape(-1), found)
+        # Causal chunks mask about half their pairs: -inf there, as exp of -inf is fast and of lowest is not (5x on
+        # a CPU); a row with no pair left then gets lse = lowest, as the lowest fill gives it.
+        scores = group.scores(stats).masked_fill_(~group.valid, -math.inf if plan.causal else lowest)
         # A row whose pairs were all attended earlier gets lse ~ lowest, so its round weight is 0.
         lse = torch.logsumexp(scores, dim=-1, keepdim=True)
+        if plan.causal:
+            lse.clamp_min_(lowest)
         probabilities = torch.exp_(scores.sub_(lse)).to(inputs.dtype)
         out = torch.bmm(probabilities, group.v)
         rows = ((group.round * b + group.batch) * (n + 1)).unsqueeze(-1).add(group.q_pos).reshape(-1)
@@ -222,18 +293,26 @@ def _lsh_output(inputs: AttentionInputs, plan: HashPlan) -> torch.Tensor:
         lses.index_copy_(0, rows, lse.reshape(-1, 1))
     outputs, lses = outputs.view(rounds, b, n + 1, -1)[:, :, :n], lses.view(rounds, b, n + 1, 1)[:, :, :n]
     weights = torch.softmax(lses, dim=0)  # (R, B, n, 1)
-    return outputs.mul_(weights).sum(0).to(inputs.dtype)
+    output = outputs.mul_(weights).sum(0).to(inputs.dtype)
+    if other_keys is not None:
+        alone = other_keys.view(b, n + 1, 1)[:, :n] == 0
+        output = torch.where(alone, inputs.v, output)
+    return output
 
 
 def _run(inputs: AttentionInputs, params: dict[str, Any]) -> Approximation:
-    plan = hash_plan(inputs, params["rounds"], params["buckets"])
+    plan = hash_plan(inputs, params["rounds"], params["buckets"], params["hashing"])
+    plan.causal = bool(params.get("causal"))
     output = _lsh_output(inputs, plan)
 
+    def support() -> torch.Tensor:
+        return causal_self_rule(plan.support()) if plan.causal else plan.support()
+
     def dense() -> torch.Tensor:
-        return masked_softmax(float32_copy(inputs).logits(), plan.support())
+        return masked_softmax(float32_copy(inputs).logits(), support())
 
     parts = {
-        "support": plan.support,
+        "support": support,
         "support_rounds": plan.support_rounds,
         "buckets": lambda: torch.stack([plan.q_bucket, plan.k_bucket], dim=2),
         "chunks": lambda: torch.stack([plan.q_chunk, plan.k_chunk], dim=2),
@@ -247,7 +326,7 @@ def lsh_cost(inputs: AttentionInputs, params: dict[str, Any]) -> Cost:
     chunk = ceil_div(n, buckets)
     padded = ceil_div(n, chunk) * chunk
     pairs = padded * chunk  # scores per round
-    hashing = 2 * 2 * n * d * sum(hash_directions(buckets))
+    hashing = 2 * 2 * n * d * sum(hash_directions(buckets, params["hashing"]))
     flops = rounds * (hashing + 2 * pairs * d + 2 * pairs * dv + 4 * pairs + 2 * n * math.log2(max(n, 2)))
     return Cost(memory=b * rounds * pairs, flops=b * int(flops))
 
@@ -272,6 +351,15 @@ def lsh_params() -> tuple[ParamSpec, ...]:
             log=True,
             budgeted=True,
         ),
+        ParamSpec(
+            "hashing",
+            "choice",
+            ANGULAR,
+            "How queries and keys are hashed before they are sorted into chunks: angular (Reformer: the direction "
+            "of q and k, so it ranks keys by cosine) or xbox_e2lsh (SMYRF: the XBOX+ transform then E2LSH, so it "
+            "ranks keys by the inner product q.k, norms included).",
+            choices=HASHINGS,
+        ),
     )
 
 
@@ -293,5 +381,6 @@ register(
         cost=lsh_cost,
         randomized=True,
         half_native=True,
+        causal_form=True,
     )
 )

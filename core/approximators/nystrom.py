@@ -153,5 +153,7 @@ register(
         budget=nystrom_budget,
         cost=nystrom_cost,
         half_native=True,
+        no_causal_reason="Nystrom's landmarks are segment means over the whole sequence, so they mix past and "
+        "future keys; it has no causal form",
     )
 )

@@ -16,6 +16,8 @@ from typing import Any
 import torch
 
 from core.approximation import Approximation, AttentionInputs, Cost, make_result
+from core.approximators.common import masked_softmax
+from core.approximators.exact import causal_mask
 from core.cancel import check
 from core.registry import MethodSpec, ParamSpec, register
 
@@ -50,14 +52,22 @@ def best_k_sparse(attention: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.
 
 
 def _run_topk(inputs: AttentionInputs, params: dict[str, Any]) -> Approximation:
-    attention, support = best_k_sparse(inputs.exact_attention(), min(params["top_k"], inputs.n))
+    if params.get("causal"):  # the best k-sparse approximation of the causal matrix, on its support
+        lower = causal_mask(inputs.n, inputs.device)
+        attention, support = best_k_sparse(masked_softmax(inputs.logits(), lower), min(params["top_k"], inputs.n))
+        support.logical_and_(lower)  # rows i < k - 1 have fewer than k keys: the zeros picked above are not kept
+    else:
+        attention, support = best_k_sparse(inputs.exact_attention(), min(params["top_k"], inputs.n))
     return make_result(
         inputs, "topk", attention @ inputs.v, dense=lambda: attention, parts={"support": lambda: support}
     )
 
 
 def _run_topk_renormalized(inputs: AttentionInputs, params: dict[str, Any]) -> Approximation:
-    attention = top_k_attention(inputs.logits(), min(params["top_k"], inputs.n))
+    logits = inputs.logits()
+    if params.get("causal"):  # later keys score -inf: a row with fewer than k keys keeps all of them
+        logits = logits.masked_fill_(~causal_mask(inputs.n, inputs.device), float("-inf"))
+    attention = top_k_attention(logits, min(params["top_k"], inputs.n))
     return make_result(
         inputs,
         "topk_renormalized",
@@ -200,6 +210,7 @@ register(
         budget=lambda n, d, f: {"top_k": max(1, round(f * n))},
         cost=_topk_cost,
         max_n=ORACLE_MAX_N,
+        causal_form=True,
     )
 )
 
@@ -215,6 +226,7 @@ register(
         budget=lambda n, d, f: {"top_k": max(1, round(f * n))},
         cost=_topk_cost,
         max_n=ORACLE_MAX_N,
+        causal_form=True,
     )
 )
 
@@ -231,6 +243,8 @@ register(
         budget=lambda n, d, f: {"rank": max(1, round(f * n / 2))},
         cost=lambda inputs, p: _dense_cost(inputs, 10 * inputs.n**3, 2 * min(p["rank"], inputs.n)),
         max_n=ORACLE_MAX_N,
+        no_causal_reason="the best rank-r approximation of a lower-triangular matrix is not lower-triangular, so "
+        "row i would read later values; masking it afterwards is no longer the best rank-r approximation",
     )
 )
 
@@ -275,5 +289,7 @@ register(
         budget=lambda n, d, f: {"top_k": max(1, round(f * n / 2)), "rank": max(1, round(f * n / 4))},
         cost=_rpca_cost,
         max_n=RPCA_MAX_N,
+        no_causal_reason="its low-rank part of a lower-triangular matrix spreads above the diagonal, so row i would "
+        "read later values; a masked split is no longer the robust-PCA optimum",
     )
 )

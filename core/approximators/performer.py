@@ -13,6 +13,13 @@ temperature. Q~ (K~^T V) is never an n x n matrix.
 eps > 0 is the reference codes' stabiliser (performer-pytorch's softmax_kernel): each positive/hyperbolic
 feature becomes ratio * (exp(Wx - |x|^2/2 - M) + eps) with M the max of Wx (per row for queries, over all
 keys and rows for keys), so eps is relative to the largest feature of that row / of all keys. Default 0.
+
+Causal (FAVOR+ unidirectional): out_i = sum_{l <= i} phi(q_i).phi(k_l) v_l / sum_{l <= i} phi(q_i).phi(k_l), by
+prefix sums of phi(k_l) v_l^T and phi(k_l) carried from block to block of CAUSAL_BLOCK positions (within a block, a
+masked block x block product): O(n m dv) time and O(m dv + block^2) memory beyond the features. Keys are shifted per
+row there (as queries are), and the running state is kept in units of the running maximum of those shifts, so no
+key's features depend on a later key: not even eps, which is then relative to each key's own largest Wk (the
+reference's causal mode keeps the global key maximum, so with eps > 0 its row i moves with later keys).
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ from core.registry import MethodSpec, ParamSpec, register
 MAX_FEATURES = 8192
 KERNELS = ("positive", "trig", "hyperbolic")
 MAX_EPS = 0.01  # the UI slider then steps by 1e-4, performer-pytorch's default
+# Positions per block of the causal prefix sums: the masked in-block products cost n * block * (m + dv).
+CAUSAL_BLOCK = 64
 
 
 def draw_projection(m: int, d: int, orthogonal: bool, generator: torch.Generator) -> torch.Tensor:
@@ -184,13 +193,14 @@ def performer_features(
 
 
 def feature_pair(
-    inputs: AttentionInputs, m: int, kernel: str, orthogonal: bool, eps: float = 0.0
+    inputs: AttentionInputs, m: int, kernel: str, orthogonal: bool, eps: float = 0.0, causal: bool = False
 ) -> tuple[LogFeatures, LogFeatures]:
+    """Query and key features; causal: the keys shifted per row too (``causal_linear_attention``)."""
     if eps > 0 and kernel == "trig":
         raise ParameterError("eps", "the stabiliser applies to the positive and hyperbolic kernels only; use eps = 0")
     w = projection_for(inputs, frequencies(m, kernel), orthogonal)
     phi_q = performer_features(inputs.q, w, kernel, inputs.scale, per_row_shift=True, eps=eps)
-    phi_k = performer_features(inputs.k, w, kernel, inputs.scale, per_row_shift=False, eps=eps)
+    phi_k = performer_features(inputs.k, w, kernel, inputs.scale, per_row_shift=causal, eps=eps)
     return phi_q, phi_k
 
 
@@ -266,11 +276,83 @@ def query_products(psi_q: torch.Tensor, kv: torch.Tensor, k_sum: torch.Tensor) -
     return numerator, denominator
 
 
+def causal_linear_attention(
+    phi_q: LogFeatures, phi_k: LogFeatures, v: torch.Tensor, block: int = CAUSAL_BLOCK
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """FAVOR+ unidirectional: sum_{l <= i} phi(q_i).phi(k_l) v_l (B, n, dv) and sum_{l <= i} phi(q_i).phi(k_l)
+    (B, n), never an n x n tensor, and the log reference (B, n, 1) of key units they are in.
+
+    phi_k must be shifted per row (``per_row_shift=True``): key l is exp(s_l) psi_l. Both sums are in units of
+    exp(a_i + M_i) with a_i the query's shift and M_i = max_{l <= i} s_l, so every key weight exp(s_l - M_i) <= 1.
+    Blocks of ``block`` positions: the keys of earlier blocks come from the running state (sum of phi(k) v^T and
+    phi(k), in units of its own running maximum), those of the query's block from a masked block x block product.
+    Computed in the features' statistics dtype (float32 for half precision).
+    """
+    stats = phi_k.log_shift.dtype
+    psi_q, psi_k, key_log = phi_q.psi.to(stats), phi_k.psi.to(stats), phi_k.log_shift
+    v = v.to(stats)
+    batch, n, width = psi_k.shape
+    dv = v.shape[-1]
+    numerator = v.new_empty(batch, n, dv)
+    denominator = v.new_empty(batch, n)
+    reference = key_log.new_empty(batch, n, 1)
+    state = v.new_zeros(batch, width, dv)
+    state_sum = v.new_zeros(batch, width, 1)
+    state_log = key_log.new_full((batch, 1, 1), float("-inf"))
+    lower = torch.ones(block, block, dtype=torch.bool, device=v.device).tril_()
+    for start in range(0, n, block):
+        rows = slice(start, min(start + block, n))
+        size = rows.stop - start
+        shifts = key_log[:, rows]  # (B, c, 1)
+        running = torch.maximum(shifts.cummax(dim=1).values, state_log)  # M_i
+        weights = (shifts.transpose(1, 2) - running).masked_fill_(~lower[:size, :size], float("-inf")).exp_()
+        scores = torch.bmm(psi_q[:, rows], psi_k[:, rows].transpose(1, 2)).mul_(weights)
+        earlier = torch.exp(state_log - running)  # (B, c, 1): the state's units in the query's; 0 before any key
+        numerator[:, rows] = torch.bmm(scores, v[:, rows]).addcmul_(torch.bmm(psi_q[:, rows], state), earlier)
+        from_state = torch.bmm(psi_q[:, rows], state_sum).squeeze(-1)
+        denominator[:, rows] = scores.sum(-1).addcmul_(from_state, earlier[..., 0])
+        reference[:, rows] = running
+        block_log = running[:, -1:]  # the running maximum after this block
+        keys = psi_k[:, rows] * torch.exp(shifts - block_log)
+        decay = torch.exp(state_log - block_log)
+        state = torch.baddbmm(state * decay, keys.transpose(1, 2), v[:, rows])
+        state_sum = state_sum.mul_(decay).add_(keys.sum(1).unsqueeze(-1))
+        state_log = block_log
+    return numerator, denominator, reference
+
+
+def causal_estimate(phi_q: LogFeatures, phi_k: LogFeatures) -> tuple[torch.Tensor, torch.Tensor]:
+    """The dense phi(q_i).phi(k_l) for l <= i (0 above the diagonal), (B, n, n), in units of exp(reference) per row,
+    and that log reference (B, n, 1), the one ``causal_linear_attention`` uses. phi_k shifted per row."""
+    stats = phi_k.log_shift.dtype
+    key_log = phi_k.log_shift
+    running = key_log.cummax(dim=1).values
+    n = key_log.shape[1]
+    lower = torch.ones(n, n, dtype=torch.bool, device=key_log.device).tril_()
+    weights = (key_log.transpose(1, 2) - running).masked_fill_(~lower, float("-inf")).exp_()
+    scores = (phi_q.psi.to(stats) @ phi_k.psi.to(stats).transpose(-1, -2)).mul_(weights)
+    return scores, phi_q.log_shift + running
+
+
 def performer_cost(inputs: AttentionInputs, params: dict[str, Any]) -> Cost:
     n, d, dv, b, m = inputs.n, inputs.d, inputs.dv, inputs.batch, params["features"]
+    if params.get("causal"):
+        return causal_performer_cost(n, d, dv, m).scaled(b)
     memory = 2 * n * m + m * dv + m
     flops = 2 * (2 * n * m * d) + 2 * n * m * dv * 2 + 2 * n * m + 6 * n * m
     return Cost(memory=b * memory, flops=b * flops)
+
+
+def causal_performer_cost(n: int, d: int, dv: int, m: int) -> Cost:
+    """One batch element of the prefix-sum path: both feature maps, the running state, one block's scores; the
+    in-block products (block x block x (m + dv) per block, half of them masked), the queries' products with the
+    state and the state's updates (each 2 n m dv)."""
+    block = min(CAUSAL_BLOCK, n)
+    blocks = -(-n // block)
+    memory = 2 * n * m + m * dv + m + block * block
+    in_block = blocks * block * block * (2 * m + 2 * dv + 3)
+    flops = 2 * (2 * n * m * d) + in_block + 2 * (2 * n * m * dv) + 4 * n * m + 6 * n * m
+    return Cost(memory=memory, flops=flops)
 
 
 def _run(inputs: AttentionInputs, params: dict[str, Any]) -> Approximation:
@@ -279,6 +361,8 @@ def _run(inputs: AttentionInputs, params: dict[str, Any]) -> Approximation:
         raise ParameterError("eps", "the stabiliser applies to the positive and hyperbolic kernels only; use eps = 0")
     w = projection_for(inputs, frequencies(m, kernel), orthogonal)
     scale = inputs.scale
+    if params.get("causal"):
+        return _run_causal(inputs, w, kernel, eps)
     phi_k = performer_features(inputs.k, w, kernel, scale, per_row_shift=False, eps=eps)
     kv, k_sum = key_summary(phi_k, inputs.v)
     # Query features are made and used a block of rows at a time (each row's shift is its own), so the n x m query
@@ -308,6 +392,30 @@ def _run(inputs: AttentionInputs, params: dict[str, Any]) -> Approximation:
         dense=dense,
         parts={"unnormalized": lambda: unnormalized_estimate(query_features(), phi_k)},
         info={"features_used": width},
+    )
+
+
+def _run_causal(inputs: AttentionInputs, w: torch.Tensor, kernel: str, eps: float) -> Approximation:
+    phi_q = performer_features(inputs.q, w, kernel, inputs.scale, per_row_shift=True, eps=eps)
+    phi_k = performer_features(inputs.k, w, kernel, inputs.scale, per_row_shift=True, eps=eps)
+    numerator, denominator, _ = causal_linear_attention(phi_q, phi_k, inputs.v)
+    output = numerator.div_(safe_denominator(denominator).unsqueeze(-1)).to(inputs.dtype)
+
+    def dense() -> torch.Tensor:
+        scores, _ = causal_estimate(phi_q, phi_k)
+        return scores / safe_denominator(scores.sum(-1, keepdim=True))
+
+    def unnormalized() -> torch.Tensor:
+        scores, log_reference = causal_estimate(phi_q, phi_k)
+        return scores.mul_(torch.exp(log_reference))
+
+    return make_result(
+        inputs,
+        "performer",
+        output,
+        dense=dense,
+        parts={"unnormalized": unnormalized},
+        info={"features_used": phi_k.psi.shape[-1]},
     )
 
 
@@ -367,5 +475,6 @@ register(
         cost=performer_cost,
         randomized=True,
         half_native=True,
+        causal_form=True,
     )
 )

@@ -404,5 +404,7 @@ register(
         budget=_budget,
         cost=_cost,
         randomized=True,
+        no_causal_reason="VCC compresses the keys into segment means, chosen by the VIP queries' attention over the "
+        "whole sequence, so a compressed key mixes past and future tokens; it has no causal form",
     )
 )

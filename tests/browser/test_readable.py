@@ -32,6 +32,7 @@ PAGES = {
     "Kernels": "n=64&draws=250&lk_steps=10",
     "Scaling": "heads=2&committed=" + urllib.parse.quote(COMMITTED),
     "Paper_claims": "papers=rank-vs-heads",
+    "Error_vs_cost": "n=256&heads=1&runs=2",
 }
 SIZES = {"1400x1000": (1400, 1000), "1280x720": (1280, 720), "1280x720-present": (1280, 720)}
 # Buttons that start work the page waits for; pressed when shown (the work is small at the settings above).

@@ -113,3 +113,57 @@ def fig4_figure(curves: Fig4Curves, labels: Mapping[str, str], colours: Sequence
             visible="legendonly",
         )
     return fig
+
+
+HASHING_LABELS = {"angular": "angular (Reformer: cosine)", "xbox_e2lsh": "XBOX+ / E2LSH (SMYRF: inner product)"}
+
+
+def hashing_figure(rows: Sequence[Mapping], labels: Mapping[str, str], colours: Sequence[str]) -> go.Figure:
+    """Two panels over the methods: output error (lower is better) and top-key recall (higher is better), one bar per
+    hashing, with the recall random chunks would get as a dashed mark."""
+    from plotly.subplots import make_subplots
+
+    methods = [labels.get(str(row["method"]), str(row["method"])) for row in rows]
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        subplot_titles=("Output error (lower is better)", "Top keys found (higher is better)"),
+        horizontal_spacing=0.12,
+    )
+    for index, (hashing, label) in enumerate(HASHING_LABELS.items()):
+        for col, measure in ((1, "output_error"), (2, "top_key_recall")):
+            values = [float(row[hashing][measure]) for row in rows]
+            fig.add_bar(
+                x=methods,
+                y=values,
+                name=label,
+                legendgroup=hashing,
+                showlegend=col == 1,
+                marker_color=colours[index % len(colours)],
+                text=[f"{v:.2f}" for v in values],
+                textposition="outside",
+                hovertemplate=f"{label}<br>%{{x}}: %{{y:.3f}}<extra></extra>",
+                row=1,
+                col=col,
+            )
+    fig.add_scatter(
+        x=methods,
+        y=[float(row["chance_recall"]) for row in rows],
+        mode="markers",
+        marker={"symbol": "line-ew-open", "size": 40, "color": "#555", "line": {"width": 3}},
+        name="random chunks (chance)",
+        hovertemplate="random balanced chunks find %{y:.2f} of them<extra></extra>",
+        row=1,
+        col=2,
+    )
+    fig.update_layout(
+        barmode="group",
+        height=380,
+        template="plotly_white",
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        legend={"orientation": "h", "yanchor": "top", "y": -0.15, "x": 0},
+        font={"size": 15},
+    )
+    fig.update_yaxes(rangemode="tozero")
+    fig.update_yaxes(range=[0, 1.08], row=1, col=2)
+    return fig
