@@ -294,9 +294,9 @@ def test_put_soon_serves_the_value_at_once_and_writes_it_to_disk_in_the_backgrou
     release = threading.Event()
     real_put_key = result_cache.put_key
 
-    def slow_put_key(full: str, value: object) -> bool:
+    def slow_put_key(full: str, value: object, expire: float | None = None) -> bool:
         release.wait(timeout=30)  # hold the writer: the value is not on disk yet
-        return real_put_key(full, value)
+        return real_put_key(full, value, expire)
 
     monkeypatch.setattr(result_cache, "put_key", slow_put_key)
     result_cache.put_soon("run_method", (spec, "soon"), result)

@@ -161,9 +161,9 @@ def test_put_soon_serves_the_value_at_once_and_writes_it_in_the_background(
     release = threading.Event()
     real_put_key = result_cache.put_key
 
-    def slow_put_key(full: str, value: object) -> bool:
+    def slow_put_key(full: str, value: object, expire: float | None = None) -> bool:
         release.wait(timeout=30)
-        return real_put_key(full, value)
+        return real_put_key(full, value, expire)
 
     monkeypatch.setattr(result_cache, "put_key", slow_put_key)
     value = {"x": np.arange(5.0)}

@@ -368,3 +368,22 @@ def test_the_readme_snippet_exports_heads_the_uploader_reads(tmp_path: Path, mon
     assert (upload.heads, upload.n, upload.d) == (12, len(model.tokens), 32)
     logits = torch.from_numpy(q) @ torch.from_numpy(k).transpose(1, 2)
     torch.testing.assert_close(torch.softmax(logits, -1), model.attentions[3], atol=1e-5, rtol=1e-4)
+
+
+def test_results_computed_on_an_upload_expire_with_it(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ui import views
+
+    monkeypatch.setenv("ATTN_EXPLORER_UPLOAD_HOURS", str(1.0 / 3600))  # one second
+    upload = read_upload(save(qkv()), "a.safetensors")
+    assert stored.store(upload)
+    spec = InputSpec("upload", N, D, HEADS, 0, 0.0, 0, upload=upload.sha256)
+    exact = views.ExactAttention(spec, 1.0, "cpu")
+    run = views.MethodRun.of(spec, 1.0, "cpu", "performer", {}, 0)
+    assert exact.expire_seconds() == pytest.approx(1.0) and run.expire_seconds() == pytest.approx(1.0)
+    assert views.ExactAttention(spec.replace(source="clustered", upload=""), 1.0, "cpu").expire_seconds() is None
+    views.cached(exact)
+    views.store(run, {"kept": 1})
+    assert result_cache.contains(exact.cache_name, exact.key()) and result_cache.contains(run.cache_name, run.key())
+    time.sleep(1.3)
+    assert not result_cache.contains(exact.cache_name, exact.key())
+    assert not result_cache.contains(run.cache_name, run.key())

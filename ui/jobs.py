@@ -149,6 +149,7 @@ class Job:
     done_event: threading.Event = field(default_factory=threading.Event)
     id: int = 0
     task: Any = None  # the View that ``compute`` belongs to: what a cluster worker is sent (None: in-process only)
+    expire: float | None = None  # seconds the shared cache keeps the result (None: until evicted)
 
     @property
     def finished_state(self) -> bool:
@@ -166,7 +167,7 @@ class Scheduler:
         slots: int | None = None,
         *,
         is_active: Callable[[str], bool | None] | None = None,
-        store: Callable[[str, str, Any], None] | None = None,
+        store: Callable[..., None] | None = None,  # (name, key, value[, expire=seconds])
         watchdog_seconds: float = WATCHDOG_SECONDS,
         cluster: Callable[[], ClusterRunner | None] | None = None,
     ) -> None:
@@ -201,6 +202,7 @@ class Scheduler:
         estimate: float | None = None,
         deadline: float | None = None,
         task: Any = None,
+        expire: float | None = None,
     ) -> Job:
         """Queue ``compute`` for ``session_id``, or join the queued/running job with the same key."""
         with self._lock:
@@ -211,6 +213,7 @@ class Scheduler:
                 return job
             limit = job_seconds() if deadline is None else deadline
             job = Job(name, key, compute, estimate, CancelToken(), limit, {session_id}, id=next(_ids), task=task)
+            job.expire = expire
             self._by_key[key] = job
             self._queues.setdefault(session_id, deque()).append(job)
             self._dispatch()
@@ -287,7 +290,10 @@ class Scheduler:
             state, error = "failed", exc
         if state == "done" and self._store is not None:
             try:
-                self._store(job.name, job.key, result)
+                if job.expire is None:
+                    self._store(job.name, job.key, result)
+                else:
+                    self._store(job.name, job.key, result, expire=job.expire)
             except Exception as exc:  # a full disk must not lose the result for the waiting page
                 job.label = f"not cached: {exc}"
         with self._lock:
@@ -368,10 +374,10 @@ def streamlit_session_active(session_id: str) -> bool | None:
     return streamlit_compat.session_active(session_id)
 
 
-def _store_result(name: str, key: str, value: Any) -> None:
+def _store_result(name: str, key: str, value: Any, expire: float | None = None) -> None:
     from ui import result_cache
 
-    result_cache.put_key(key, value)
+    result_cache.put_key(key, value, expire)
 
 
 _scheduler: Scheduler | None = None
@@ -490,6 +496,7 @@ def run_heavy(
     *,
     title: str | None = None,
     task: Any = None,
+    expire: float | None = None,
 ) -> T:
     """Compute (or fetch) a heavy result for the page: the shared cache first, then the scheduler's queue.
 
@@ -522,7 +529,7 @@ def run_heavy(
             st.error(f"{title} stopped: {exc}")
             _halt()
         if not token.cancelled:  # a stopped page run does not spend a second writing the cache
-            result_cache.put_key(full, value)
+            result_cache.put_key(full, value, expire)
         return value
 
     widget = f"jobs_{full.replace(':', '_')[:40]}"  # one Cancel button per job, even with many on a page
@@ -550,7 +557,7 @@ def run_heavy(
 
     # Joining happens under the scheduler's lock and only for a job nobody has cancelled, so a job this page
     # waits on ends done, failed, or cancelled by its own time limit (or a server shutdown).
-    job = sched.submit(name, full, compute, session_id, estimate_seconds, task=task)
+    job = sched.submit(name, full, compute, session_id, estimate_seconds, task=task, expire=expire)
     try:
         while True:
             bar.progress(job.progress, text=_status_text(sched, job, title))  # also where a stop request arrives

@@ -625,7 +625,7 @@ _pending_writes: dict[str, Any] = {}  # full key -> value not yet on disk (get_k
 _writes_lock = threading.Lock()
 
 
-def put_soon(name: str, key: Any, value: Any) -> None:
+def put_soon(name: str, key: Any, value: Any, expire: float | None = None) -> None:
     """``put`` on a background writer thread: a page run does not wait for encoding and SQLite (about 0.1 s for a
     Compare method's result on this 2-core machine). The value is read back from memory until it is on disk."""
     full = make_key(name, key)
@@ -634,14 +634,14 @@ def put_soon(name: str, key: Any, value: Any) -> None:
         if not write_here:
             _pending_writes[full] = value
     if write_here:
-        put_key(full, value)
+        put_key(full, value, expire)
         return
-    _writer.submit(_write_pending, full, value)
+    _writer.submit(_write_pending, full, value, expire)
 
 
-def _write_pending(full: str, value: Any) -> None:
+def _write_pending(full: str, value: Any, expire: float | None = None) -> None:
     try:
-        put_key(full, value)
+        put_key(full, value, expire)
     finally:
         with _writes_lock:
             _pending_writes.pop(full, None)
@@ -660,15 +660,16 @@ def _evict(cache: diskcache.Cache, limit: int) -> None:
             return
 
 
-def cached(name: str, key: Any, compute: Callable[[], T]) -> T:
-    """``compute()`` through the shared cache (computed once per settings and engine version)."""
+def cached(name: str, key: Any, compute: Callable[[], T], expire: float | None = None) -> T:
+    """``compute()`` through the shared cache (computed once per settings and engine version); ``expire`` as
+    ``put``."""
     hit = get(name, key)
     if hit is not None:
         return hit
     value = compute()
     token = core_cancel.current()
     if token is None or not token.cancelled:  # a stopped page run (a closed tab) does not spend a second writing
-        put(name, key, value)
+        put(name, key, value, expire)
     return value
 
 

@@ -98,6 +98,26 @@ class View(abc.ABC):
         own expiry)."""
         return True
 
+    def expire_seconds(self) -> float | None:
+        """How long the shared cache keeps this view's result: as long as its upload, when it computes on one
+        (results are not kept past the arrays they came from); None (until evicted) otherwise."""
+        return _upload_expiry(self)
+
+
+def _upload_expiry(value: Any) -> float | None:
+    if isinstance(value, InputSpec):
+        if value.source != "upload":
+            return None
+        from core import uploads
+
+        return uploads.upload_hours() * 3600.0
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for item in dataclasses.fields(value):
+            found = _upload_expiry(getattr(value, item.name))
+            if found is not None:
+                return found
+    return None
+
 
 def key_fields(view_type: type[View]) -> list[str]:
     """The names of the fields that make up a view type's key."""
@@ -108,14 +128,22 @@ def run(view: View, estimate_seconds: float | None, *, title: str | None = None)
     """The view's result: the shared cache, else at once (light) or through the scheduler's queue (heavy)."""
     from ui.jobs import run_heavy
 
-    return run_heavy(view.cache_name, view.key(), view.compute, estimate_seconds, title=title, task=view)
+    return run_heavy(
+        view.cache_name,
+        view.key(),
+        view.compute,
+        estimate_seconds,
+        title=title,
+        task=view,
+        expire=view.expire_seconds(),
+    )
 
 
 def cached(view: View) -> Any:
     """The view's result through the shared cache, computed at once in this thread when missing."""
     if not view.shared():
         return view.compute(None)
-    return result_cache.cached(view.cache_name, view.key(), lambda: view.compute(None))
+    return result_cache.cached(view.cache_name, view.key(), lambda: view.compute(None), view.expire_seconds())
 
 
 def lookup(view: View) -> Any | None:
@@ -130,9 +158,9 @@ def is_cached(view: View) -> bool:
 def store(view: View, value: Any, *, soon: bool = False) -> None:
     """Put a result computed elsewhere (work done ahead) into the shared cache under the view's key."""
     if soon:
-        result_cache.put_soon(view.cache_name, view.key(), value)
+        result_cache.put_soon(view.cache_name, view.key(), value, view.expire_seconds())
     else:
-        result_cache.put(view.cache_name, view.key(), value)
+        result_cache.put(view.cache_name, view.key(), value, view.expire_seconds())
 
 
 # ------------------------------------------------------------------ the input and the engine's calls on it
