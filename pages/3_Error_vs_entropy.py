@@ -11,7 +11,7 @@ import torch
 import ui
 from ui import sweep_runs as runs
 from ui.figures import compare as figs
-from ui.presets import EVE_METHODS, EVE_POINTS, EVE_TAUS
+from ui.presets import EVE_METHODS, EVE_POINTS, EVE_REDRAWS, EVE_TAUS, MAX_REDRAWS
 from ui.scrubber import scrubber_section
 
 ui.page("Error vs entropy", icon=":material/show_chart:")
@@ -68,16 +68,25 @@ def sweep_section(s: ui.Settings, chosen: list[str], params: dict[str, dict[str,
     taus_range = ui.range_slider("Temperature range τ", "taus", ui.TAU_OPTIONS, EVE_TAUS)
     points = ui.int_slider("Temperatures in the sweep", "points", 4, 40, EVE_POINTS)
     log_y = ui.toggle("Log error axis", "logy", False)
+    redraws = ui.int_slider(
+        "Draws of the random methods",
+        "redraws",
+        1,
+        MAX_REDRAWS,
+        EVE_REDRAWS,
+        help="Performer, LSH, Scatterbrain (and the other randomised methods) are run with this many seeds (seed, "
+        "seed + 1, ...); the shaded band spans their errors, the line is the sidebar seed's draw.",
+    )
     taus = runs.taus_between(taus_range[0], taus_range[1], points)
 
     if not chosen:
         st.info("Pick at least one method.")
-    elif not ui.within_limits(runs.sweep_check(s, chosen, params, len(taus))):
+    elif not ui.within_limits(runs.sweep_check(s, chosen, params, len(taus), redraws)):
         pass
     else:
         status = ui.StatusLine("Sweeping the temperature…")
         try:
-            res = runs.temperature_sweep(s, taus, chosen, params)
+            res = runs.temperature_sweep(s, taus, chosen, params, redraws)
         except (ValueError, RuntimeError, torch.cuda.OutOfMemoryError) as exc:
             status.update(label="The sweep failed", state="error")
             st.error(f"The sweep could not run with these settings: {exc}")
@@ -99,12 +108,20 @@ def sweep_section(s: ui.Settings, chosen: list[str], params: dict[str, dict[str,
         errors = res[metric]
         ui.show_figure(fig, "error_vs_entropy", data=table, key="sweep")
         st.markdown(crossover_text)
+        draws = res.get(f"{metric}_draws", {})
+        if res.get("redraws", 1) > 1:
+            st.caption(
+                f"Shaded: the span of each random method's error over {res['redraws']} draws (seeds {s.seed} to "
+                f"{s.seed + res['redraws'] - 1}); the line is seed {s.seed}. ± on the cards: the standard deviation of "
+                "the sweep's mean error over the draws."
+            )
         st.caption(f"{metric.capitalize()} error, **mean over the sweep's {len(res['betas'])} temperatures**:")
         cols = st.columns(max(1, len(chosen)))
         for col, method in zip(cols, chosen, strict=False):
-            col.metric(
-                ui.method_label(method), f"{float(np.mean(errors[method])):.3f}", help="Mean error over the sweep."
-            )
+            value = f"{float(np.mean(errors[method])):.3f}"
+            if method in draws and len(draws[method]) > 1:
+                value += f" ± {float(np.std(np.mean(draws[method], axis=1))):.3f}"
+            col.metric(ui.method_label(method), value, help="Mean error over the sweep (± over the draws).")
         with ui.on_demand("Numbers behind the chart", "numbers_sweep") as open_:
             if open_:
                 st.dataframe(table, hide_index=True, width="stretch")

@@ -87,3 +87,5 @@ COMPARE_METHODS = ["performer", "lsh", "scatterbrain", "nystrom"]
 EVE_METHODS = ["lsh", "performer", "scatterbrain"]
 EVE_TAUS = (0.03, 3.0)
 EVE_POINTS = 12
+EVE_REDRAWS = 3  # draws of each randomised method: the band around its curve
+MAX_REDRAWS = 10

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from core import limits
+from core import limits, registry
 from ui import compute, views
 from ui.jobs import estimate_seconds
 from ui.sidebar import Settings
@@ -21,17 +21,33 @@ def taus_between(low: float, high: float, points: int) -> np.ndarray:
     return np.geomspace(low, high, points) if high > low else np.array([low])
 
 
-def sweep_check(s: Settings, methods: Sequence[str], params: dict[str, dict[str, Any]], points: int) -> Callable:
-    """The server-limit check of a sweep (for ``ui.within_limits``)."""
+def sweep_check(
+    s: Settings, methods: Sequence[str], params: dict[str, dict[str, Any]], points: int, redraws: int = 1
+) -> Callable:
+    """The server-limit check of a sweep (for ``ui.within_limits``): fewer redraws first, then a smaller n."""
     chosen = {m: params[m] for m in methods}
-    estimate = lambda n: limits.sweep_estimate(chosen, n, s.d, s.heads, points)  # noqa: E731
-    return lambda: limits.check("n", s.n, limits.sizes_up_to(s.n), estimate)
+    random = {m: p for m, p in chosen.items() if registry.get(m).randomized}
+
+    def estimate(n: int, draws: int) -> limits.Estimate:
+        once = limits.sweep_estimate(chosen, n, s.d, s.heads, points)
+        if draws <= 1 or not random:
+            return once
+        again = limits.sweep_estimate(random, n, s.d, s.heads, points)  # the redraws run one after another
+        return limits.Estimate(max(once.bytes, again.bytes), once.seconds + (draws - 1) * again.seconds)
+
+    return lambda: limits.check_knobs(
+        [
+            ("redraws", redraws, range(1, redraws + 1), lambda r: estimate(s.n, r)),
+            ("n", s.n, limits.sizes_up_to(s.n), lambda n: estimate(n, redraws)),
+        ]
+    )
 
 
 def temperature_sweep(
-    s: Settings, taus: np.ndarray, methods: Sequence[str], params: dict[str, dict[str, Any]]
+    s: Settings, taus: np.ndarray, methods: Sequence[str], params: dict[str, dict[str, Any]], redraws: int = 1
 ) -> dict[str, Any]:
-    """Errors of every method over the temperatures (cached; heavy settings queue in the scheduler)."""
+    """Errors of every method over the temperatures, and the randomised methods' ``redraws`` draws (cached; heavy
+    settings queue in the scheduler)."""
     view = views.TemperatureSweep(
         inputs=s.spec,
         taus=tuple(float(t) for t in taus),
@@ -41,8 +57,10 @@ def temperature_sweep(
         params=views.method_params(methods, params),
         device=s.device_name,
         causal=s.causal,
+        redraws=redraws,
     )
-    work = len(taus) * s.spec.heads * s.spec.n**2 * (len(methods) + 1)
+    random = sum(registry.get(m).randomized for m in methods)
+    work = len(taus) * s.spec.heads * s.spec.n**2 * (len(methods) + 1 + (redraws - 1) * (random + 1))
     return views.run(view, estimate_seconds(work), title="The temperature sweep")  # type: ignore[no-any-return]
 
 

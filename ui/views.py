@@ -297,29 +297,55 @@ class TemperatureSweep(View):
     params: MethodParams
     device: str
     causal: bool = False
+    redraws: int = 1  # draws of the randomised methods (seeds seed, seed + 1, ...): the spread around each curve
 
     def compute(self, report: Callable[..., None] | None = None) -> Any:
-        from core import sweeps
+        import numpy as np
+
+        from core import registry, sweeps
 
         q, k, v = _tensors(self.inputs, self.device)
-        result = sweeps.error_vs_entropy(
-            q,
-            k,
-            v,
-            list(self.methods),
-            taus=list(self.taus),
-            fraction=self.fraction,
-            seed=self.seed,
-            method_params=method_params_dict(self.params),
-            progress=report,
-            causal=self.causal,
-        )
+        random = [m for m in self.methods if registry.get(m).randomized] if self.redraws > 1 else []
+        rounds = 1 + (self.redraws - 1) * bool(random)
+
+        def sweep(methods: list[str], seed: int, index: int) -> Any:
+            def part(fraction: float, label: str = "") -> None:
+                if report is not None:
+                    report((index + fraction) / rounds, label)
+
+            return sweeps.error_vs_entropy(
+                q,
+                k,
+                v,
+                methods,
+                taus=list(self.taus),
+                fraction=self.fraction,
+                seed=seed,
+                method_params=method_params_dict(self.params),
+                progress=part,
+                causal=self.causal,
+            )
+
+        result = sweep(list(self.methods), self.seed, 0)
+        draws: dict[str, dict[str, list[Any]]] = {"attention": {}, "output": {}}
+        for m in random:
+            draws["attention"][m] = [result.attention_error[m]]
+            draws["output"][m] = [result.output_error[m]]
+        for index in range(1, rounds):
+            again = sweep(random, self.seed + index, index)
+            for m in random:
+                draws["attention"][m].append(again.attention_error[m])
+                draws["output"][m].append(again.output_error[m])
         return {
             "entropy": result.entropy,
             "betas": result.betas,
             "attention": result.attention_error,
             "output": result.output_error,
             "params": result.params,
+            # Per randomised method, (redraws, temperatures): the first row is the curve's own draw.
+            "attention_draws": {m: np.stack(rows) for m, rows in draws["attention"].items()},
+            "output_draws": {m: np.stack(rows) for m, rows in draws["output"].items()},
+            "redraws": rounds,
         }
 
 

@@ -15,6 +15,7 @@ from plotly.subplots import make_subplots
 from core import compare
 from ui.figures import GridCell, heatmap_grid, line_figure, method_colour
 from ui.figures.axes import use_decades
+from ui.figures.contrast import parse_colour
 from ui.figures.downsampling import block_reduce
 
 # ------------------------------------------------------------------ Compare
@@ -158,11 +159,27 @@ def sweep_figure(
         height=460,
     )
     rows = []
+    draws = result.get(f"{metric}_draws", {})
     for i, method in enumerate(methods):
+        spread = np.asarray(draws[method]) if method in draws and len(draws[method]) > 1 else None
+        if spread is not None:  # the band the redraws of a randomised method span, behind its curve
+            low, high = spread.min(axis=0), spread.max(axis=0)
+            fig.add_scatter(
+                x=np.concatenate([entropy, entropy[::-1]]),
+                y=np.concatenate([high, low[::-1]]),
+                fill="toself",
+                fillcolor=_transparent(method_colour(i), 0.2),
+                line={"width": 0},
+                hoverinfo="skip",
+                showlegend=False,
+                legendgroup=method,
+                name=f"{labels[method]}: {len(spread)} draws",
+            )
         fig.add_scatter(
             x=entropy,
             y=errors[method],
             mode="lines+markers",
+            legendgroup=method,
             name=labels[method],
             line={"color": method_colour(i), "dash": "dot" if families[method] == "oracle" else "solid"},
             customdata=np.stack([1 / betas, betas], axis=-1),
@@ -178,6 +195,8 @@ def sweep_figure(
                     "entropy": entropy[t],
                     "attention_error": result["attention"][method][t],
                     "output_error": result["output"][method][t],
+                    f"{metric}_error_min_over_draws": float(spread[:, t].min()) if spread is not None else None,
+                    f"{metric}_error_max_over_draws": float(spread[:, t].max()) if spread is not None else None,
                 }
             )
     if log_y:  # two labelled ticks at least, whatever the errors' span
@@ -196,6 +215,12 @@ def sweep_figure(
         annotation_position="top right",
     )
     return fig, pd.DataFrame(rows), text
+
+
+def _transparent(colour: str, alpha: float) -> str:
+    """``colour`` as ``rgba`` with ``alpha``."""
+    r, g, b = (int(round(channel)) for channel in parse_colour(colour))
+    return f"rgba({r}, {g}, {b}, {alpha})"
 
 
 def crossover_text(
