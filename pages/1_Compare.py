@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
 import ui
@@ -9,7 +11,7 @@ from core import limits
 from ui import prefetch, timing
 from ui.figures import compare as figs
 from ui.panels import compare as panels
-from ui.presets import COMPARE_METHODS
+from ui.presets import COMPARE_METHODS, COMPARE_REDRAWS, MAX_REDRAWS
 from ui.scrubber import scrubber_section
 
 ui.page("Compare", icon=":material/compare:")
@@ -61,7 +63,20 @@ def results(s: ui.Settings, methods: list[str], log_colour: bool, view: str, res
         return
     exact = s.exact()
     # Warm repeats cost up to a second per method, so they run on request; by default the column says "one cold run".
-    warm = ui.toggle("Warm timings", "warm_times", False, help="Time each method again: median of up to 5 warm runs.")
+    knobs = st.columns(2)
+    warm = ui.toggle(
+        "Warm timings", "warm_times", False, where=knobs[0], help="Time each method again: median of up to 5 warm runs."
+    )
+    draws = ui.int_slider(
+        "Draws of the random methods",
+        "redraws",
+        1,
+        MAX_REDRAWS,
+        COMPARE_REDRAWS,
+        where=knobs[1],
+        help="Performer, LSH, Scatterbrain (and the other randomised methods) are run again with seeds seed + 1, ...; "
+        "the ± under each tile is the spread of their errors. The maps show the sidebar seed's draw.",
+    )
     labels = {m: ui.method_label(m) for m in methods}
     metrics_box = st.container()  # the error tiles, full width
     if view == "one":  # the exact map is drawn before the methods run, so the page has a picture at once
@@ -79,8 +94,11 @@ def results(s: ui.Settings, methods: list[str], log_colour: bool, view: str, res
             for m, r in results.items()
             if not r.error_message
         }
+    spread_slots: dict[str, Any] = {}
     with metrics_box:
-        table = panels.metrics_section(s, results, labels, times, exact, warm, table_where=table_box)
+        table = panels.metrics_section(
+            s, results, labels, times, exact, warm, table_where=table_box, spread_slots=spread_slots
+        )
     with scrubber_box:  # the temperature scrubber (client-side)
         scrubber_section(s, methods, params)
     if view == "one":
@@ -103,6 +121,7 @@ def results(s: ui.Settings, methods: list[str], log_colour: bool, view: str, res
             f"Each cell is downsampled to at most {grid_side} × {grid_side} (block maximum). "
             "Heads are independent draws (synthetic) or the layer's 12 heads (real model). " + s.order_note()
         )
+    panels.draw_spread(s, runs, results, labels, draws, spread_slots)  # after the maps: the picture comes first
     # The temperatures one slider step away, computed while the server is idle (ui/prefetch.py).
     done = [runs[m] for m in methods if not results[m].error_message]
     prefetch.compare_neighbours(done, s.tau, ui.TAU_OPTIONS)

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+import core
 from core import limits
 from core.errors import ParameterError
-from ui import sweep_runs, views
+from ui import compute, sweep_runs, views
 from ui.figures import compare as figs
 from ui.views import InputSpec
 
@@ -77,3 +78,20 @@ def test_the_page_shows_the_band_and_the_spread_on_its_cards(open_page: Callable
     single = open_page("pages/3_Error_vs_entropy.py", n="64", points="4", redraws="1")
     assert not any("Shaded" in c.value for c in single.caption)
     assert not any("±" in m.value for m in single.metric)
+
+
+def test_compare_shows_the_spread_of_the_random_methods_under_their_tiles(open_page: Callable[..., AppTest]) -> None:
+    at = open_page("pages/1_Compare.py", n="128", methods=["performer", "lsh", "local"])
+    assert not at.exception, at.exception
+    spreads = [c.value for c in at.caption if " over 3 draws (range " in c.value]
+    assert len(spreads) == 2, [c.value for c in at.caption]  # performer and lsh; local draws nothing at random
+    # The ± is over the runs Compare itself shows at seeds 0, 1, 2 (the input stays the sidebar's).
+    errors = []
+    for seed in range(3):
+        params = core.budget_params("performer", 128, 64, 1 / 8)
+        run = views.MethodRun.of(SPEC.replace(n=128, d=64, heads=4, clusters=32, seed=0), 5.0, "cpu", "performer",
+                                 {**params, "causal": False}, seed)  # fmt: skip
+        errors.append(float(np.mean(compute.run_method_now(run).metrics["attention_error"])))
+    assert f"± {float(np.std(errors)):.3f} over 3 draws" in spreads[0], (spreads, errors)
+    one = open_page("pages/1_Compare.py", n="128", methods=["performer", "lsh"], redraws="1")
+    assert not any(" over 3 draws" in c.value or "draws (range" in c.value for c in one.caption)

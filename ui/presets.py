@@ -88,4 +88,5 @@ EVE_METHODS = ["lsh", "performer", "scatterbrain"]
 EVE_TAUS = (0.03, 3.0)
 EVE_POINTS = 12
 EVE_REDRAWS = 3  # draws of each randomised method: the band around its curve
+COMPARE_REDRAWS = 3  # and the ± under its tile on Compare
 MAX_REDRAWS = 10

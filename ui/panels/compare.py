@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from ui import downloads, timing
+from ui import compute, downloads, timing
 from ui.figures import compare as figs
 
 
@@ -34,10 +34,12 @@ def metrics_section(
     exact: Any,
     warm: bool,
     table_where: Any = None,
+    spread_slots: dict[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Errors as metric tiles (the best marked), the full table, and a caption on timing and entropy.
 
-    table_where: where the table and its caption go (default: under the tiles)."""
+    table_where: where the table and its caption go (default: under the tiles). spread_slots: filled with a slot
+    under each method's tile (by method label), where ``draw_spread`` writes its ± once the redraws are done."""
     table_where = table_where or st
     st.subheader("Metrics at equal budget")
     for method, res in results.items():
@@ -57,6 +59,8 @@ def metrics_section(
             delta_color="off",
             help=f"Relative Frobenius error of the attention matrix, {over}.",
         )
+        if spread_slots is not None:
+            spread_slots[row["method"]] = col.empty()
     table = pd.DataFrame(rows)
     if not rows:
         return table
@@ -153,3 +157,35 @@ def method_cells(
                 data_note="Data: both maps as shown (block-reduced). Choose a map above for its full resolution.",
                 where=column,
             )
+
+
+def draw_spread(
+    s: ui.Settings,
+    runs: dict[str, Any],
+    results: dict[str, Any],
+    labels: dict[str, str],
+    draws: int,
+    slots: dict[str, Any],
+) -> dict[str, list[float]]:
+    """Each randomised method's attention error over ``draws`` seeds (its run's seed, then seed + 1, ...: the same
+    runs Compare shows at those seeds), written as ± under its tile. Drawn after the maps, so the page's first picture
+    does not wait for the redraws. Returns the errors per method."""
+    spread: dict[str, list[float]] = {}
+    if draws <= 1:
+        return spread
+    for method, run in runs.items():
+        if results[method].error_message or not ui.registered_methods()[method].randomized:
+            continue
+        errors = [float(np.mean(results[method].metrics["attention_error"]))]
+        for offset in range(1, draws):
+            again = compute.run_method_scheduled(run.replace(seed=run.seed + offset))
+            if again.error_message:
+                break
+            errors.append(float(np.mean(again.metrics["attention_error"])))
+        spread[method] = errors
+        slot = slots.get(labels[method])
+        if slot is not None and len(errors) > 1:
+            slot.caption(
+                f"± {float(np.std(errors)):.3f} over {len(errors)} draws (range {min(errors):.3f} to {max(errors):.3f})"
+            )
+    return spread
