@@ -160,6 +160,7 @@ def averaged_regime_map(
     device: torch.device | str = "cpu",
     progress: Progress | None = None,
     cancel: CancelToken | None = None,
+    causal: bool = False,
 ) -> AveragedRegimeMap:
     """``core.sweeps.regime_map`` at seeds ``seed, seed + 1, ...``; errors averaged, the winner's lead tested."""
     if isinstance(seeds, bool) or not isinstance(seeds, int) or not 1 <= seeds <= MAX_SEEDS:
@@ -185,6 +186,7 @@ def averaged_regime_map(
                 device=device,
                 progress=inner,
                 cancel=cancel,
+                causal=causal,
             )
         )
     roles = dict(methods or ESTIMATORS)

@@ -226,12 +226,14 @@ def regime_map(
     device: torch.device | str = "cpu",
     progress: Progress | None = None,
     cancel: CancelToken | None = None,
+    causal: bool = False,
 ) -> RegimeMap:
     """Errors of a sparse, a low-rank and a sparse + low-rank method over a (beta, sigma) grid.
 
     Each spread sigma draws one clustered input (Process 1); all betas for it run as one batched sweep.
     ``methods`` maps the roles sparse / low_rank / sparse_low_rank to registry names (default: the
-    estimators lsh / performer / scatterbrain; ``ORACLES`` gives topk / svd / rpca).
+    estimators lsh / performer / scatterbrain; ``ORACLES`` gives topk / svd / rpca). ``causal``: as in
+    ``error_vs_entropy`` (a role whose method has no causal form is refused, naming it).
     """
     roles = dict(methods or ESTIMATORS)
     if set(roles) != set(ESTIMATORS):
@@ -258,6 +260,7 @@ def regime_map(
             fraction=fraction,
             seed=seed,
             method_params=method_params,
+            causal=causal,
             progress=inner,
             cancel=cancel,
         )

@@ -60,6 +60,7 @@ view = ui.views.RegimeMap(
     params=ui.views.method_params(c.params, c.params),
     device=s.device_name,
     seeds=seeds,
+    causal=s.causal,
 )
 try:
     res: regime.AveragedRegimeMap = ui.views.run(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -58,3 +59,22 @@ def test_error_vs_entropy_runs_under_the_mask_and_names_what_it_leaves_out(
     assert not at.exception, at.exception
     notices = " ".join(str(m.value) for m in [*at.markdown, *at.warning, *at.info])
     assert ("left out under the causal mask" in notices) is (causal == "true")
+
+
+def test_the_regime_map_runs_under_the_mask() -> None:
+    from core import sweeps
+
+    grid = {"n": 64, "d": 16, "clusters": 4, "betas": [1.0, 8.0], "spreads": [0.1], "fraction": 0.25}
+    plain = sweeps.regime_map(**grid)
+    masked = sweeps.regime_map(**grid, causal=True)
+    assert not np.allclose(masked.errors["sparse"], plain.errors["sparse"])
+    assert np.all(masked.entropy < plain.entropy)  # early rows see few keys: lower entropy under the mask
+    with pytest.raises(core.ParameterError, match="svd.*no causal form"):
+        sweeps.regime_map(**grid, methods=sweeps.ORACLES, causal=True)
+
+
+def test_the_regime_map_page_under_the_mask(open_page: Callable[..., AppTest]) -> None:
+    at = open_page("pages/4_Regime_map.py", causal="true", n="64", nb="2", ns="2", seeds="1")
+    assert not at.exception, at.exception
+    assert at.toggle(key="causal").value is True
+    assert not at.error, [e.value for e in at.error]

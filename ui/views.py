@@ -366,6 +366,7 @@ class RegimeMap(View):
     params: MethodParams
     device: str
     seeds: int
+    causal: bool = False
 
     def compute(self, report: Callable[..., None] | None = None) -> Any:
         from core import regime
@@ -384,6 +385,7 @@ class RegimeMap(View):
             method_params=method_params_dict(self.params),
             device=compute.resolve(self.device),
             progress=report,
+            causal=self.causal,
         )
 
 
