@@ -97,6 +97,14 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "/tmp/bench --dry-run --steps facts,scaling",
     ),
     Benchmark(
+        "benchmarks.causal",
+        "each causal method (prefix sums, causal windows, causal chunks) against its non-causal form: time, analytic "
+        "memory and output error against exact attention in the same mode",
+        "python -m benchmarks.causal",
+        "causal.{md,json}",
+        "--quick --out /tmp/bench",
+    ),
+    Benchmark(
         "benchmarks.hashing",
         "lsh and scatterbrain's hashing, angular against SMYRF's XBOX+/E2LSH at equal budget, on clustered and "
         "real heads: output error, top-key recall, time",

@@ -14,6 +14,7 @@ import argparse
 import os
 import statistics
 import time
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -67,11 +68,12 @@ def markdown(rows: list[dict[str, Any]], n: int, d: int, heads: int, fraction: f
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--threads", type=int, default=1)
-    args = parser.parse_args()
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="folder for the tables")
+    args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     n, heads = (1024, 2) if args.quick else (4096, 4)
     d, fraction = 64, 1 / 8
@@ -80,7 +82,7 @@ def main() -> None:
     result = {"n": n, "d": d, "heads": heads, "fraction": fraction, "threads": args.threads, "rows": rows}
     result["machine"] = machine_facts(load)
     name = "causal_quick" if args.quick else "causal"
-    write_results(RESULTS_DIR, name, result, markdown(rows, n, d, heads, fraction, args.threads))
+    write_results(args.out, name, result, markdown(rows, n, d, heads, fraction, args.threads))
 
 
 if __name__ == "__main__":

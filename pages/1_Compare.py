@@ -121,9 +121,11 @@ def results(s: ui.Settings, methods: list[str], log_colour: bool, view: str, res
             f"Each cell is downsampled to at most {grid_side} × {grid_side} (block maximum). "
             "Heads are independent draws (synthetic) or the layer's 12 heads (real model). " + s.order_note()
         )
-    panels.draw_spread(s, runs, results, labels, draws, spread_slots)  # after the maps: the picture comes first
+    redraws = panels.draw_spread(s, runs, results, labels, draws, spread_slots)  # after the maps: picture first
+    if s.spec.source == "real":  # bertviz #125: row errors of chosen query tokens, on demand below the picture
+        panels.token_rows_section(s, runs, results, labels)
     # The temperatures one slider step away, computed while the server is idle (ui/prefetch.py).
-    done = [runs[m] for m in methods if not results[m].error_message]
+    done = [runs[m] for m in methods if not results[m].error_message] + redraws
     prefetch.compare_neighbours(done, s.tau, ui.TAU_OPTIONS)
     with st.expander("Data and settings behind this page"):
         st.download_button(

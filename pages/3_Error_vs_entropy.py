@@ -8,9 +8,13 @@ import numpy as np
 import streamlit as st
 import torch
 
+import core
 import ui
+from core import sweeps
 from ui import sweep_runs as runs
 from ui.figures import compare as figs
+from ui.figures import regime as regime_figs
+from ui.panels import regime as regime_panels
 from ui.presets import EVE_METHODS, EVE_POINTS, EVE_REDRAWS, EVE_TAUS, MAX_REDRAWS
 from ui.scrubber import scrubber_section
 
@@ -156,7 +160,23 @@ else:
             ui.notice(f"**{ui.method_label(method)}**: {message}")
         progress.empty()
         fig = figs.heads_scatter(table, chosen, {m: ui.method_label(m) for m in chosen}, metric)
+        # The Regime map's winner per head (same roles and runs, cached per layer and method), as coloured rings.
+        roles = dict(sweeps.ORACLES if "rpca" in chosen else sweeps.ESTIMATORS)
+        role_params = {
+            m: params.get(m) or registered[m].validate(core.budget_params(m, s.n, s.d, s.fraction), s.n, s.d)
+            for m in roles.values()
+        }
+        placed = regime_panels.real_heads_regime(s, roles, role_params, metric)
+        if not placed.heads.empty:
+            regime_figs.add_winner_rings(fig, placed.heads, {r: f"error_{r}" for r in roles})
         ui.show_figure(fig, "heads_error_vs_entropy", data=table, key="heads")
+        if not placed.heads.empty:
+            st.caption(
+                "Rings: the family whose method ("
+                + ", ".join(f"{regime_figs.ROLE_NAMES[r]}: {ui.method_label(m)}" for r, m in roles.items())
+                + f") has the lowest {metric} error on that head at this budget, drawn at that error; the Regime "
+                "map page places the same heads on the clustered β axis."
+            )
         st.caption(f"{metric.capitalize()} error, **mean over the 72 heads**:")
         cols = st.columns(max(1, len(chosen)))
         for col, method in zip(cols, chosen, strict=False):

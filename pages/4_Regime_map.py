@@ -12,7 +12,26 @@ from ui.figures import regime as figs
 from ui.panels import regime as panels
 
 ui.page("Regime map", icon=":material/grid_on:")
-s = ui.sidebar(sources=("clustered",), show_head=False, show_heads=False, defaults={"n": 256, "heads": 1})
+s = ui.sidebar(
+    sources=("clustered", "real", "upload"), show_head=False, show_heads=False, defaults={"n": 256, "heads": 1}
+)
+
+if s.spec.source in ("real", "upload"):
+    s = s.with_every_uploaded_head()
+    what = "the 72 heads of MiniLM (6 layers × 12)" if s.spec.source == "real" else f"the {s.heads} uploaded heads"
+    ui.explain(
+        f"The map below is drawn on clustered inputs; here {what} are placed on its β axis instead. Each head "
+        "gets the β at which a clustered input of the same n and d is as peaked (same mean row entropy), and the "
+        "colour of the family (sparse, low rank, sparse + low rank) whose method has the lowest error on that head "
+        "at the sidebar's budget.",
+        r"\hat\beta(h) = \beta \text{ such that } H_{\text{clustered}}(\beta) = H(h)",
+    )
+    c = regime_controls(s, real=True)
+    metric = ui.choice("Error of", "metric", ["attention", "output"], "attention", widget="radio")
+    result = panels.real_heads_regime(s, c.roles, c.params, metric)
+    panels.draw_real_heads(s, result, c.roles, metric)
+    ui.finish()
+    st.stop()
 
 ui.explain(
     "Clustered inputs have two knobs: β (how sharply a query prefers its own cluster) and σ (how tight the "

@@ -95,3 +95,17 @@ def test_the_pages_that_branch_on_the_input_take_an_upload(open_page) -> None:
 
     assert not InputSpec("upload", 64, 16, 1, 0, 0.0, 0, upload=sha).drawn
     assert InputSpec("gaussian", 64, 16, 1, 0, 0.0, 0).drawn
+
+
+def test_the_regime_map_places_every_uploaded_head(open_page) -> None:
+    """The heads of an upload go on the regime's β axis like MiniLM's: all of them (the page hides its heads
+    control), each with a link that opens it on Compare on the same upload."""
+    rng = np.random.default_rng(6)
+    sha = stored_upload({name: rng.standard_normal((3, 64, 16)).astype(np.float32) for name in ("q", "k", "v")})
+    at = open_page("pages/4_Regime_map.py", input="upload", upload=sha)
+    assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
+    won = {m.label: m.value for m in at.metric if m.label.startswith("heads won by")}
+    assert sum(int(v.split(" / ")[0]) for v in won.values()) == 3
+    links = next(df.value for df in at.dataframe if "open" in df.value.columns)
+    assert list(links["head"]) == [0, 1, 2]
+    assert links.iloc[2]["open"].startswith(f"./Compare?input=upload&upload={sha}&layer=0&head=2&")

@@ -359,7 +359,7 @@ def test_compare_at_large_n_runs_through_the_scheduler(
         return original(self, name, *args, **kwargs)
 
     monkeypatch.setattr(jobs.Scheduler, "submit", spy)
-    at = open_compare(timeout=300, n="2048", methods="performer")
+    at = open_compare(timeout=300, n="2048", methods="performer", redraws="1")  # one draw: the redraws are jobs too
     assert not at.exception, [e.value for e in at.exception]
     assert seen == ["run_method"]
     assert at.table  # the metrics table was drawn from the job's result

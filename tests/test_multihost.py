@@ -9,7 +9,6 @@ workers and two app replicas behind nginx; protocol clients (benchmarks/load.py'
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import signal
@@ -24,7 +23,7 @@ import psutil
 import pytest
 from ci_env import unavailable
 
-from benchmarks.load import Session, ws_session
+from benchmarks.load import Session, _run_async, ws_session
 from deploy.processes import spawn, stop
 
 # Estimated above ui.jobs.LIGHT_SECONDS, so each is a queued job: a few seconds on one worker thread.
@@ -48,7 +47,8 @@ def layout() -> Iterator[Any]:
 
 
 def visit(base_url: str, path: str) -> Session:
-    return asyncio.run(ws_session(base_url, path, TIMEOUT_S))
+    # In a thread of its own: after the browser tests, Playwright's sync API leaves this thread's event loop running.
+    return _run_async(ws_session(base_url, path, TIMEOUT_S))
 
 
 def executed(layout: Any) -> int:

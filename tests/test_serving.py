@@ -88,7 +88,7 @@ def test_reads_do_not_wait_for_the_config_lock() -> None:
     assert answers[0] == locked_value("global.minCachedMessageSize")
 
 
-def test_import_heap_is_frozen_out_of_the_post_run_collection() -> None:
+def test_import_heap_is_frozen_out_of_the_post_run_collection(monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
     import ui  # noqa: F401  (the app's modules, as the server has them when it installs ui.serving)
@@ -97,7 +97,12 @@ def test_import_heap_is_frozen_out_of_the_post_run_collection() -> None:
     assert gc.get_freeze_count() > 50_000
     # Frozen objects sit in the permanent generation, which gc.collect (and gc.get_objects) never walks.
     assert not any(obj is torch.nn.Module for obj in gc.get_objects())
-    assert serving.freeze_import_heap() == gc.get_freeze_count()  # a second call freezes nothing more
+    # A second call freezes nothing more. (The count itself may fall meanwhile: a frozen object whose last reference
+    # another thread drops is freed as usual.)
+    freezes: list[int] = []
+    monkeypatch.setattr(gc, "freeze", lambda: freezes.append(1))
+    serving.freeze_import_heap()
+    assert freezes == []
 
 
 # ------------------------------------------------------------------ ATTN_EXPLORER_MALLOC_MMAP_BYTES

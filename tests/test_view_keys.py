@@ -34,6 +34,8 @@ EXAMPLES: dict[str, views.View] = {
     "exact": views.ExactAttention(SPEC, 5.0, "cpu"),
     "run_method": RUN,
     "method_parts": views.MethodParts(RUN, 1, ("attention", "sparse"), True),
+    "clustered_entropy_curve": views.ClusteredEntropyCurve(51, 32, 4, 0.3, 0),
+    "token_row_errors": views.TokenRowErrors(RUN, 1),
     "error_vs_entropy": views.TemperatureSweep(SPEC, (0.1, 1.0), ("lsh", "scatterbrain"), 0.125, 0, SCORES, "cpu"),
     "regime_map": views.RegimeMap(
         128, 16, 4, (1.0, 10.0), (0.1, 0.5), (("sparse", "lsh"), ("s+l", "scatterbrain")), 0.125, 0, SCORES, "cpu", 3

@@ -6,7 +6,7 @@ import html
 import math
 import re
 import urllib.parse
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -187,6 +187,14 @@ class Settings:
             "Drawn in cluster order, so clusters show as blocks (display only: methods run on the real positions). "
             "Position order: switch off “Order positions by cluster” (`?sort_clusters=false`)."
         )
+
+    def with_every_uploaded_head(self) -> Settings:
+        """These settings on every head of the uploaded file (within the dense views' head limit at this n): for
+        pages that hide the heads control but place heads one by one. Other inputs are returned unchanged."""
+        if self.spec.source != "upload":
+            return self
+        heads = min(int(uploads.describe(self.spec.upload)["heads"]), max_heads(self.n))
+        return replace(self, spec=self.spec.replace(heads=heads))
 
     def entropy(self) -> float:
         """Mean row entropy of exact attention (nats), averaged over heads."""

@@ -64,15 +64,21 @@ def temperature_sweep(
     return views.run(view, estimate_seconds(work), title="The temperature sweep")  # type: ignore[no-any-return]
 
 
+def heads_layers(s: Settings) -> list[int]:
+    """The layers whose heads are placed one by one: the real model's six, or an upload's one."""
+    return list(range(REAL_LAYERS)) if s.spec.source == "real" else [s.spec.layer]
+
+
 def real_heads_table(
     s: Settings,
     methods: Sequence[str],
     params: dict[str, dict[str, Any]],
     progress: Callable[[int], None],
 ) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
-    """One row per (method, layer, head) of the real model at the sidebar temperature; and (method, error) refusals."""
+    """One row per (method, layer, head) at the sidebar temperature, and (method, error) refusals: every layer of the
+    real model, or the one layer of an upload (its heads as the sidebar keeps them)."""
     rows, refused = [], []
-    for layer in range(REAL_LAYERS):
+    for layer in heads_layers(s):
         spec = s.spec.replace(layer=layer)
         exact = compute.exact(views.ExactAttention(spec, s.beta, s.device_name, s.causal))
         for method in methods:

@@ -390,6 +390,54 @@ class RegimeMap(View):
 
 
 @dataclasses.dataclass(frozen=True)
+class ClusteredEntropyCurve(View):
+    """Mean row entropy of a clustered Process-1 input over a log grid of beta (to fit a beta to a real head)."""
+
+    cache_name: ClassVar[str] = "clustered_entropy_curve"
+
+    n: int
+    d: int
+    clusters: int
+    spread: float
+    seed: int
+
+    def compute(self, report: Callable[..., None] | None = None) -> Any:
+        from core import real_heads
+
+        return real_heads.entropy_curve(self.n, self.d, self.clusters, self.spread, self.seed)
+
+
+@dataclasses.dataclass(frozen=True)
+class TokenRowErrors(View):
+    """Per-row errors (KL, L1, output) of one head of a method's run, for Compare's query-token selection."""
+
+    cache_name: ClassVar[str] = "token_row_errors"
+
+    run: MethodRun
+    head: int
+
+    def compute(self, report: Callable[..., None] | None = None) -> Any:
+        import core
+        from core import token_rows
+        from ui import compute
+
+        dev = compute.resolve(self.run.device)
+        q, k, v = compute.tensors(self.run.inputs, dev)
+        kwargs = self.run.kwargs
+        causal = bool(kwargs.get("causal", False))
+        # The whole run (every head), as MethodRun does, so the random methods draw the same numbers.
+        approx = core.approximate(self.run.method, q, k, v, scale=self.run.beta, seed=self.run.seed, **kwargs)
+        exact = core.approximate("exact", q, k, v, scale=self.run.beta, causal=causal)
+        h = self.head
+        return token_rows.row_errors(
+            exact.attention()[h].float().cpu(),
+            approx.attention()[h].float().cpu(),
+            exact.output[h].float().cpu(),
+            approx.output[h].float().cpu(),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
 class VccView(View):
     """VCC on one head: its tree, compressed matrices and errors (computed on the CPU)."""
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 # The browser and its settings are the benchmarks' own (one Chromium for both); re-exported for the tests.
 from benchmarks.harness import CHROMIUM as CHROMIUM
@@ -80,6 +80,14 @@ SHARE_BOX = "[data-testid='stSidebar'] [data-testid='aeShareLink']"
 SHARE_LINK = f"{SHARE_BOX} .ae-share-url"
 # A Plotly figure: the served app's component (ui/plotly_chart.py), or Streamlit's chart under `streamlit run app.py`.
 PLOTLY_CHART = ":is([data-testid='aePlotlyChart'], [data-testid='stPlotlyChart'])"
+
+
+def settings_file_input(page: Page) -> Any:
+    """The sidebar's "Load settings (JSON)" file input (the sidebar also holds the heads uploader)."""
+    uploader = page.locator("[data-testid='stSidebar'] [data-testid='stFileUploader']").filter(
+        has_text="Load settings (JSON)"
+    )
+    return uploader.locator("input[type='file']")
 
 
 def share_link(page: Page, *, containing: str = "", timeout_ms: int = 30_000) -> str:

@@ -16,7 +16,7 @@ from playwright.sync_api import Page, expect
 
 from ui import page_registry
 
-from .helpers import PLOTLY_CHART, save_screenshot, share_link, streamlit_server, wait_for_app
+from .helpers import PLOTLY_CHART, save_screenshot, settings_file_input, share_link, streamlit_server, wait_for_app
 
 MY_PAGES = {
     "Compare": "n=64&heads=2&methods=performer&methods=lsh&methods=scatterbrain",
@@ -139,7 +139,7 @@ def test_settings_file_round_trip(page: Page, app_server: str, tmp_path: Path) -
     settings = {"version": 1, "page": "Compare", "params": {"n": "96", "tau": "1", "seed": "4"}}
     file = tmp_path / "settings.json"
     file.write_text(json.dumps(settings))
-    page.locator("[data-testid='stSidebar'] input[type='file']").set_input_files(str(file))
+    settings_file_input(page).set_input_files(str(file))
     wait_for_app(page)
     page.wait_for_timeout(500)
     assert page.get_by_role("slider", name="Sequence length n").input_value() == "96"

@@ -140,6 +140,10 @@ def test_rank_vs_heads_tab_controls_rerun_only_their_tab(page: Page, app_server:
     assert page.evaluate(shapes) != before, "the ε slider did not change the theorem shapes"
 
 
+# Points on the sweep's first curve (the seed bands behind the curves are filled traces, drawn first).
+FIRST_CURVE_POINTS = "plot._fullData.find((trace) => trace.fill !== 'toself').x.length"
+
+
 def first_plot(page: Page, expression: str) -> Any:
     """``expression`` evaluated on the page's first Plotly chart (``plot``: its element, with data and _fullLayout)."""
     page.wait_for_function("() => document.querySelector('.js-plotly-plot')?._fullLayout", timeout=30_000)
@@ -237,7 +241,7 @@ def test_error_vs_entropy_sweep_controls_rerun_only_the_sweep(page: Page, app_se
     wait_for_app(page)
     assert "FINISHED_SUCCESSFULLY" in endings, endings
     assert first_plot(page, "plot._fullLayout.yaxis.type") == "linear"
-    assert first_plot(page, "plot._fullData[0].x.length") == 6
+    assert first_plot(page, FIRST_CURVE_POINTS) == 6
 
     endings.clear()
     page.get_by_text("Log error axis", exact=True).click()
@@ -249,7 +253,7 @@ def test_error_vs_entropy_sweep_controls_rerun_only_the_sweep(page: Page, app_se
 
     move_slider(page, "Temperatures in the sweep", "points=7", endings)
     assert endings and set(endings) == FRAGMENT_ONLY, endings
-    assert first_plot(page, "plot._fullData[0].x.length") == 7
+    assert first_plot(page, FIRST_CURVE_POINTS) == 7
 
     move_sidebar_temperature(page, endings)
     link = share_link(page)
@@ -300,7 +304,8 @@ def test_error_vs_entropy_cancel_in_a_full_run_keeps_the_sidebar_footer(page: Pa
     assert endings and set(endings) == FRAGMENT_ONLY, endings
     assert page.get_by_text("was cancelled", exact=False).first.is_visible()
     assert "logy=true" in share_link(page)
-    assert page.locator("[data-testid='stSidebar']").locator("[data-testid='stFileUploader']").count() == 1
+    settings_uploader = page.locator("[data-testid='stSidebar']").locator("[data-testid='stFileUploader']")
+    assert settings_uploader.filter(has_text="Load settings (JSON)").count() == 1
 
 
 def test_the_table_behind_the_sweep_is_sent_when_its_expander_opens(page: Page, app_server: str) -> None:

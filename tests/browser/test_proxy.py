@@ -21,7 +21,7 @@ from playwright.sync_api import expect
 from deploy.replicas import COOKIE, Deployment, core_shares, deployment, nginx_binary
 
 from .conftest import IN_CI
-from .helpers import PLOTLY_CHART, VIEWPORT, save_screenshot, wait_for_app
+from .helpers import PLOTLY_CHART, VIEWPORT, save_screenshot, settings_file_input, wait_for_app
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext
@@ -114,7 +114,7 @@ def test_sessions_through_the_proxy_stay_on_one_replica_and_spread_over_both(
         # An upload (a settings file) is a separate HTTP request that must reach the session's own replica.
         settings = tmp_path / f"{name}.json"
         settings.write_text(json.dumps({"version": 1, "page": "Compare", "params": {"n": "112"}}))
-        page.locator("[data-testid='stSidebar'] input[type='file']").set_input_files(str(settings))
+        settings_file_input(page).set_input_files(str(settings))
         wait_for_app(page)
         expect(page.get_by_text("Loaded 1 setting(s) from the file.")).to_be_visible(timeout=30_000)
         assert page.get_by_role("slider", name="Sequence length n").input_value() == "112"

@@ -27,8 +27,11 @@ class RegimeControls:
     seeds: int
 
 
-def regime_controls(s: ui.Settings) -> RegimeControls:
-    """Draws the controls in three columns and the knobs' expander; stops the page when a method is missing."""
+def regime_controls(s: ui.Settings, real: bool = False) -> RegimeControls:
+    """Draws the controls in three columns and the knobs' expander; stops the page when a method is missing.
+
+    ``real``: the real model's heads are placed on the regime, so the clustered grid (β, σ, seeds) is not drawn.
+    """
     c = st.columns([2, 2, 1])
     family = ui.choice(
         "Methods",
@@ -40,12 +43,21 @@ def regime_controls(s: ui.Settings) -> RegimeControls:
         help="estimators: LSH / Performer / Scatterbrain. oracles: top-k / SVD / RPCA, the best possible sparse, "
         "low-rank and sparse + low-rank matrices (RPCA is slow).",
     )
-    beta_range = ui.range_slider("β range (inverse temperature)", "betas", BETA_OPTIONS, (1.0, 50.0), where=c[0])
-    beta_count = ui.int_slider("β values", "nb", 2, 16, 8, where=c[0])
-    sigma_range = ui.range_slider(
-        "σ range (cluster spread)", "sigmas", SIGMA_OPTIONS, (0.1, 1.0), where=c[1], log=False, fmt=lambda x: f"{x:g}"
-    )
-    sigma_count = ui.int_slider("σ values", "ns", 2, 12, 5, where=c[1])
+    if real:
+        beta_range, beta_count, sigma_range, sigma_count = (1.0, 50.0), 8, (s.spec.spread, s.spec.spread), 1
+    else:
+        beta_range = ui.range_slider("β range (inverse temperature)", "betas", BETA_OPTIONS, (1.0, 50.0), where=c[0])
+        beta_count = ui.int_slider("β values", "nb", 2, 16, 8, where=c[0])
+        sigma_range = ui.range_slider(
+            "σ range (cluster spread)",
+            "sigmas",
+            SIGMA_OPTIONS,
+            (0.1, 1.0),
+            where=c[1],
+            log=False,
+            fmt=lambda x: f"{x:g}",
+        )
+        sigma_count = ui.int_slider("σ values", "ns", 2, 12, 5, where=c[1])
 
     roles = dict(sweeps.ESTIMATORS if family == "estimators" else sweeps.ORACLES)
     missing = [m for m in roles.values() if m not in ui.registered_methods()]
@@ -64,15 +76,19 @@ def regime_controls(s: ui.Settings) -> RegimeControls:
             with tab:
                 params[method] = ui.method_controls(s, method, where=tab)
 
-    seeds = ui.int_slider(
-        "Seeds averaged",
-        "seeds",
-        1,
-        regime.MAX_SEEDS,
-        3,
-        where=c[2],
-        help="Each cell's errors are averaged over this many seeds (input and methods redrawn); cells whose winner "
-        "leads by at most two standard errors are faded and crossed (×). Time grows with the count.",
+    seeds = (
+        1
+        if real
+        else ui.int_slider(
+            "Seeds averaged",
+            "seeds",
+            1,
+            regime.MAX_SEEDS,
+            3,
+            where=c[2],
+            help="Each cell's errors are averaged over this many seeds (input and methods redrawn); cells whose winner "
+            "leads by at most two standard errors are faded and crossed (×). Time grows with the count.",
+        )
     )
     return RegimeControls(
         roles=roles,

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 
 ROLE_NAMES = {"sparse": "sparse", "low_rank": "low rank", "sparse_low_rank": "sparse + low rank"}
@@ -193,3 +194,119 @@ def gain_figure(view: MapView, gain: np.ndarray) -> go.Figure:
         )
     )
     return _frame(fig, view, "Error cut by sparse + low rank vs the better single method")
+
+
+def heads_on_regime_figure(
+    heads: pd.DataFrame,
+    methods: Mapping[str, str],
+    boundaries: Sequence[tuple[float, str]],
+    beta_range: tuple[float, float],
+    fraction_label: str,
+) -> go.Figure:
+    """Every real head at its fitted β (log x) and layer (y, heads spread within the row), coloured by its winner.
+
+    ``heads``: rows (layer, head, entropy, fitted_beta, winner, error_<role>...) as ``core.real_heads`` builds.
+    Heads without a fitted β are drawn as crosses at the grid's edge nearest their entropy side.
+    """
+    fig = go.Figure()
+    lo, hi = beta_range
+    edge = {True: math.log10(lo), False: math.log10(hi)}
+    median_entropy = float(heads["entropy"].median()) if len(heads) else 0.0
+    head_count = max(1, int(heads["head"].max()) + 1) if len(heads) else 1
+    for role, name in ROLE_NAMES.items():
+        part = heads[heads["winner"] == role]
+        if part.empty:
+            continue
+        fitted = part["fitted_beta"].notna().to_numpy()
+        x = np.where(
+            fitted,
+            np.log10(part["fitted_beta"].fillna(1.0).clip(lower=1e-12)),
+            [edge[h >= median_entropy] for h in part["entropy"]],
+        )
+        y = part["layer"].to_numpy() + (part["head"].to_numpy() - (head_count - 1) / 2) / (head_count + 2)
+        hover = [
+            f"layer {int(r.layer)}, head {int(r.head)}<br>entropy {r.entropy:.2f} nats<br>"
+            + (
+                f"fitted β {r.fitted_beta:.3g}"
+                if np.isfinite(r.fitted_beta)
+                else "no fitted β: entropy outside the clustered input's range"
+            )
+            + "".join(f"<br>{ROLE_NAMES[k]} ({m}): {getattr(r, f'error_{k}'):.4f}" for k, m in methods.items())
+            + f"<br><b>winner: {name}</b>"
+            for r in part.itertuples()
+        ]
+        fig.add_scatter(
+            x=x,
+            y=y,
+            mode="markers",
+            name=f"{name} wins ({len(part)})",
+            marker={
+                "color": ROLE_COLOURS[role],
+                "size": 13,
+                "symbol": np.where(fitted, "circle", "x").tolist(),
+                "line": {"color": "#222", "width": 1},
+            },
+            hovertext=hover,
+            hoverinfo="text",
+        )
+    for index, (beta, label) in enumerate(boundaries):
+        fig.add_vline(
+            x=math.log10(beta),
+            line={"dash": BOUNDARY_DASHES[index % len(BOUNDARY_DASHES)], "color": "#222", "width": 2},
+        )
+        fig.add_scatter(
+            x=[None],
+            y=[None],
+            mode="lines",
+            line={"dash": BOUNDARY_DASHES[index % len(BOUNDARY_DASHES)], "color": "#222", "width": 2},
+            name=f"{label} = {beta:.2f}",
+        )
+    tickvals, ticktext = beta_ticks([lo, hi])
+    layers = sorted({int(v) for v in heads["layer"]}) if len(heads) else [0]
+    fig.update_xaxes(
+        tickvals=tickvals,
+        ticktext=ticktext,
+        title="fitted β: the clustered input's β with the head's entropy (log scale)",
+        range=[math.log10(lo) - 0.1, math.log10(hi) + 0.1],
+        title_font={"size": 16},
+        tickfont={"size": 14},
+    )
+    fig.update_yaxes(
+        tickvals=layers,
+        ticktext=[f"layer {k}" for k in layers],
+        range=[min(layers) - 0.6, max(layers) + 0.6],
+        autorange="reversed",
+        tickfont={"size": 14},
+    )
+    fig.update_layout(
+        title={
+            "text": f"Each real head on the regime's β axis, coloured by the family that wins it at "
+            f"budget {fraction_label}",
+            "font": {"size": 16},
+        },
+        height=HEIGHT,
+        template="plotly_white",
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        legend={"orientation": "h", "yanchor": "top", "y": -0.16, "x": 0, "font": {"size": 14}},
+    )
+    return fig
+
+
+def add_winner_rings(fig: go.Figure, heads: pd.DataFrame, metric_column_of: Mapping[str, str]) -> go.Figure:
+    """Rings in the winning family's colour around each head's winning error (entropy on x), one trace per family.
+
+    ``metric_column_of``: role -> the column in ``heads`` holding that role's error on the chart's y axis.
+    """
+    for role, name in ROLE_NAMES.items():
+        part = heads[heads["winner"] == role]
+        if part.empty:
+            continue
+        fig.add_scatter(
+            x=part["entropy"],
+            y=part[metric_column_of[role]],
+            mode="markers",
+            name=f"{name} wins ({len(part)} heads)",
+            marker={"symbol": "circle-open", "size": 15, "color": ROLE_COLOURS[role], "line": {"width": 2.5}},
+            hoverinfo="skip",
+        )
+    return fig

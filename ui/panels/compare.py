@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 import ui
+from core import token_rows
 from ui import compute, downloads, timing
 from ui.figures import compare as figs
 
@@ -166,26 +167,71 @@ def draw_spread(
     labels: dict[str, str],
     draws: int,
     slots: dict[str, Any],
-) -> dict[str, list[float]]:
+) -> list[Any]:
     """Each randomised method's attention error over ``draws`` seeds (its run's seed, then seed + 1, ...: the same
     runs Compare shows at those seeds), written as ± under its tile. Drawn after the maps, so the page's first picture
-    does not wait for the redraws. Returns the errors per method."""
-    spread: dict[str, list[float]] = {}
+    does not wait for the redraws. Returns the runs of the extra draws (for the work done ahead)."""
+    extra: list[Any] = []
     if draws <= 1:
-        return spread
+        return extra
     for method, run in runs.items():
         if results[method].error_message or not ui.registered_methods()[method].randomized:
             continue
         errors = [float(np.mean(results[method].metrics["attention_error"]))]
         for offset in range(1, draws):
-            again = compute.run_method_scheduled(run.replace(seed=run.seed + offset))
+            redraw = run.replace(seed=run.seed + offset)
+            again = compute.run_method_scheduled(redraw)
             if again.error_message:
                 break
             errors.append(float(np.mean(again.metrics["attention_error"])))
-        spread[method] = errors
+            extra.append(redraw)
         slot = slots.get(labels[method])
         if slot is not None and len(errors) > 1:
             slot.caption(
                 f"± {float(np.std(errors)):.3f} over {len(errors)} draws (range {min(errors):.3f} to {max(errors):.3f})"
             )
-    return spread
+    return extra
+
+
+def token_rows_section(s: ui.Settings, runs: dict[str, Any], results: dict[str, Any], labels: dict[str, str]) -> None:
+    """Real input only: pick query tokens and see each method's row errors on them (head shown), on demand."""
+    tokens = s.inputs().tokens
+    if not tokens:
+        return
+    with ui.on_demand("Row errors of chosen query tokens", "token_rows") as open_:
+        if not open_:
+            return
+        options = [f"{i}: {t}" for i, t in enumerate(tokens)]
+        chosen = ui.multiselect(
+            "Query tokens",
+            "tokens",
+            options,
+            options[:1],
+            max_items=len(options),
+            help="Each method's attention row of these tokens (head shown) against the exact one: KL, L1 and the "
+            "output row's relative error, averaged (and summed) over the tokens.",
+        )
+        if not chosen:
+            st.info("Pick at least one token.")
+            return
+        rows = [options.index(c) for c in chosen]
+        table = []
+        for method, run in runs.items():
+            if results[method].error_message:
+                continue
+            view = ui.views.TokenRowErrors(run, int(s.head))
+            errors = ui.views.run(view, ui.estimate_seconds(2 * s.heads * s.n**2))
+            summary = token_rows.summarise_rows(errors, rows)
+            table.append({"method": labels[method], **{k: round(v, 4) for k, v in summary.items()}})
+        frame = pd.DataFrame(table)
+        fig = figs.line_figure(
+            f"Row errors of {len(rows)} token(s), head {s.head}", "method", "mean over the tokens", height=360
+        )
+        for column, name in (("row_l1_mean", "L1 of the attention row"), ("row_output_error_mean", "output error")):
+            fig.add_bar(x=frame["method"], y=frame[column], name=name)
+        ui.show_figure(fig, "token_row_errors", data=frame, key="token_rows")
+        st.dataframe(frame, hide_index=True)
+        st.caption(
+            "KL(exact ‖ method) in nats and L1 (0 to 2) of each chosen token's attention row; output error: "
+            "|õ − o| / |o| of its output row. _mean_: averaged over the tokens, _sum_: summed."
+        )

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import urllib.parse
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import streamlit as st
 
 import ui
-from core import regime
+from core import real_heads, regime
+from ui import sweep_runs as runs
 from ui.figures import regime as figs
 
 THEOREM_TEXT = (
@@ -86,4 +92,107 @@ def draw_theorem(s: ui.Settings, seeds: int, boundaries: tuple[float, float]) ->
         f"n = {s.n}, d = {s.d}, {s.spec.clusters} clusters, seeds {s.seed}–{s.seed + seeds - 1}, "
         f"budget {ui.fmt_fraction(s.fraction)}; "
         f"ln n / ln d = {low:.2f}, ln n = {high:.2f}. The star marks the sidebar's β = 1/τ and σ."
+    )
+
+
+@dataclass
+class RealHeadsRegime:
+    """Every real head with its winner and fitted β, the per-method table behind it and the methods refused."""
+
+    table: pd.DataFrame  # (method, layer, head, entropy, attention_error, output_error)
+    heads: pd.DataFrame  # core.real_heads.place_heads
+    refused: list[tuple[str, str]]
+
+
+def real_heads_regime(
+    s: ui.Settings, roles: Mapping[str, str], params: dict[str, dict[str, Any]], metric: str
+) -> RealHeadsRegime:
+    """All heads of the real model run with the roles' methods (cached per layer and method), placed on the regime."""
+    progress = st.progress(0.0, text="Running every layer…")
+    layers = len(runs.heads_layers(s))
+    table, refused = runs.real_heads_table(
+        s,
+        list(roles.values()),
+        params,
+        lambda layer: progress.progress(min(1.0, (layer + 1) / layers), text=f"layer {layer + 1} of {layers} done"),
+    )
+    progress.empty()
+    curve_view = ui.views.ClusteredEntropyCurve(
+        n=s.n, d=s.d, clusters=min(s.spec.clusters, s.n), spread=s.spec.spread, seed=s.seed
+    )
+    betas, curve = ui.views.run(curve_view, ui.estimate_seconds(real_heads.GRID_POINTS * s.n**2))
+    if refused or table.empty:
+        return RealHeadsRegime(table, pd.DataFrame(), refused)
+    return RealHeadsRegime(table, real_heads.place_heads(table, roles, betas, curve, metric), refused)
+
+
+def compare_link(s: ui.Settings, layer: int, head: int, methods: Sequence[str]) -> str:
+    """The Compare page on the real input at this head, with the sidebar's τ and budget and the given methods."""
+    source = [("input", "upload"), ("upload", s.spec.upload)] if s.spec.source == "upload" else [("input", "real")]
+    pairs = [
+        *source,
+        ("layer", str(layer)),
+        ("head", str(head)),
+        ("tau", f"{s.tau:g}"),
+        ("budget", f"{s.fraction:g}"),
+    ] + [("methods", m) for m in methods]
+    return "./Compare?" + urllib.parse.urlencode(pairs, safe=",/")
+
+
+def draw_real_heads(s: ui.Settings, res: RealHeadsRegime, roles: Mapping[str, str], metric: str) -> None:
+    """The heads on the regime's β axis, the heads won per family, the Spearman correlations and a link per head."""
+    for method, message in res.refused:
+        ui.notice(f"**{ui.method_label(method)}**: {message}")
+    if res.heads.empty:
+        st.info("No head could be run with these methods.")
+        return
+    low, high = regime.theorem_boundaries(s.n, s.d)
+    fitted = res.heads["fitted_beta"].dropna()
+    beta_range = (
+        min(1.0, float(fitted.min()) if len(fitted) else 1.0),
+        max(50.0, float(fitted.max()) if len(fitted) else 50.0),
+    )
+    fig = figs.heads_on_regime_figure(
+        res.heads,
+        roles,
+        [(low, "β ≈ ln n / ln d"), (high, "β ≈ ln n")],
+        beta_range,
+        ui.fmt_fraction(s.fraction),
+    )
+    ui.show_figure(fig, "regime_real_heads", data=res.heads, key="real_heads")
+    counts = real_heads.win_counts(res.heads, list(roles))
+    cols = st.columns(len(counts) + 1)
+    for col, (role, count) in zip(cols, counts.items(), strict=False):
+        col.metric(f"heads won by {figs.ROLE_NAMES[role]}", f"{count} / {len(res.heads)}")
+    cols[-1].metric(
+        "heads without a fitted β",
+        int(res.heads["fitted_beta"].isna().sum()),
+        help="Their entropy lies outside the clustered input's entropy range over β in [0.01, 1000] "
+        f"(n = {s.n}, d = {s.d}, {s.spec.clusters} clusters, σ = {s.spec.spread:g}); drawn as × at the edge.",
+    )
+    st.caption(
+        f"Winner: the lowest {metric} error of the three methods on each head at budget "
+        f"{ui.fmt_fraction(s.fraction)}, τ = {s.tau:g}. Fitted β: the β at which a clustered Process-1 input "
+        f"(n = {s.n}, d = {s.d}, {s.spec.clusters} clusters, σ = {s.spec.spread:g}, seed {s.seed}) has the head's "
+        "mean row entropy. Dashed lines: Theorem 1's scales for this n and d."
+    )
+    rows = []
+    for metric_name in ("attention", "output"):
+        corr = real_heads.entropy_correlations(res.table, metric_name)
+        rows += [
+            {"method": ui.method_label(m), "error": metric_name, "Spearman ρ with head entropy": round(v, 3)}
+            for m, v in corr.items()
+        ]
+    st.markdown("**Does a method's error rise or fall with the head's entropy?** (Spearman ρ over the heads)")
+    st.dataframe(pd.DataFrame(rows), hide_index=True)
+    links = res.heads.assign(
+        open=[compare_link(s, int(r.layer), int(r.head), list(roles.values())) for r in res.heads.itertuples()],
+        winner=[figs.ROLE_NAMES[w] for w in res.heads["winner"]],
+    )
+    st.markdown("**Open a head on Compare** (the chart reports no clicks; each row links to that head):")
+    st.dataframe(
+        links[["layer", "head", "entropy", "fitted_beta", "winner", *[f"error_{r}" for r in roles], "open"]],
+        hide_index=True,
+        column_config={"open": st.column_config.LinkColumn("Compare", display_text="open on Compare")},
+        height=320,
     )
