@@ -117,8 +117,26 @@ class Config:
 # ------------------------------------------------------------------ server
 
 
+REDIS_COUNTERS = "attn-explorer:counters:"  # ui.result_cache.RedisCounters' key prefix
+
+
 def cache_stats(server: Server) -> dict[str, int] | None:
-    """Hits and misses of the shared on-disk result cache, or None when the app has none (no folder, no diskcache)."""
+    """Hits and misses of the shared result cache, or None when the app has none (no folder, no diskcache).
+
+    A server with a ``cache_url`` (the multi-host layout, benchmarks/load_cluster.py) counts in Redis instead.
+    """
+    cache_url = getattr(server, "cache_url", None)
+    if cache_url:
+        import redis
+
+        client = redis.Redis.from_url(cache_url)
+        try:
+            hits, misses, memory_hits = (
+                int(client.get(REDIS_COUNTERS + name) or 0) for name in ("hits", "misses", "memory_hits")
+            )
+        finally:
+            client.close()
+        return {"hits": hits + memory_hits, "misses": misses}
     if not server.cache_dir.is_dir():
         return None
     try:

@@ -37,7 +37,7 @@ from deploy.replicas import Deployment, _raise_on_sigterm, deployment
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 START_TIMEOUT_S = 90.0
-REDIS_MAXMEMORY = "512mb"
+REDIS_MAXMEMORY = "1gb"  # a class's distinct links fill 512 MB, and allkeys-lru then evicts the hit counters too
 ALLOWED_FAILURES = 1  # a dead worker's job is retried once elsewhere
 
 

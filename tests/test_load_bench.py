@@ -108,3 +108,31 @@ def test_bad_sizes_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--browsers must be between 0 and --sessions (2)" in capsys.readouterr().err
     _, cfg = load.parse_args(["--quick", "--sessions", "4"])
     assert cfg.sessions == 4 and cfg.waves == 1 and cfg.browsers == 0 and cfg.query == "n=128"
+
+
+def test_cache_stats_reads_the_redis_counters_the_app_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """benchmarks/load_cluster.py counts the multi-host layout's hits in Redis, where ui.result_cache counts them."""
+    import numpy as np
+
+    from benchmarks.load_cluster import LayoutServer
+    from tests.redis_server import RedisServer
+    from ui import result_cache
+
+    server = RedisServer().start()
+    try:
+        monkeypatch.setenv("ATTN_EXPLORER_CACHE_URL", server.url)
+        monkeypatch.setenv("ATTN_EXPLORER_CACHE_DIR", str(tmp_path / "unused"))
+        result_cache.memory().clear()
+        layout = LayoutServer("http://127.0.0.1:1", tmp_path / "unused", cache_url=server.url)
+        assert load.cache_stats(layout) == {"hits": 0, "misses": 0}
+        assert result_cache.get("numbers", 1) is None  # a miss
+        assert result_cache.put("numbers", 1, {"x": np.arange(3.0)})
+        result_cache.memory().clear()
+        assert result_cache.get("numbers", 1) is not None  # a hit in Redis
+        result_cache.flush_counters()
+        stats = load.cache_stats(layout)
+        assert stats is not None and stats["hits"] >= 1 and stats["misses"] >= 1
+        assert stats["hits"] == result_cache.stats()["hits"] + result_cache.stats()["memory_hits"]
+    finally:
+        result_cache.memory().clear()
+        server.stop()

@@ -319,3 +319,50 @@ def test_replicas_get_disjoint_shares_of_the_cores(monkeypatch: pytest.MonkeyPat
     assert replicas.core_shares(9) == [None] * 9  # more replicas than cores: they share every core
     monkeypatch.setattr(replicas.shutil, "which", lambda name: None)
     assert replicas.core_shares(2) == [None, None]
+
+
+def test_cluster_compose_wires_redis_scheduler_workers_replicas_and_the_current_nginx_config() -> None:
+    import yaml
+
+    from core import config
+
+    compose = yaml.safe_load((REPO_ROOT / "deploy" / "docker-compose.cluster.yml").read_text())
+    services = compose["services"]
+    known = {config.variable(name) for name in config.NAMES}
+    for name, service in services.items():
+        if "build" in service:
+            build = service["build"]
+            assert (REPO_ROOT / "deploy" / build["context"] / build["dockerfile"]).is_file(), name
+        for variable in service.get("environment") or {}:
+            if variable.startswith(config.PREFIX):
+                assert variable in known, f"{name} sets {variable}, which core.config does not declare"
+    redis = " ".join(services["redis"]["command"])
+    assert "--maxmemory-policy allkeys-lru" in redis and "--appendonly no" in redis and "--maxmemory " in redis
+    scheduler = services["scheduler"]
+    assert scheduler["entrypoint"][:2] == ["dask", "scheduler"] and "--no-dashboard" in scheduler["entrypoint"]
+    assert scheduler["environment"]["DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES"] == "1"
+    workers = {name: s for name, s in services.items() if s.get("entrypoint", [])[:2] == ["dask", "worker"]}
+    for name, worker in workers.items():
+        assert "tcp://scheduler:8786" in worker["entrypoint"] and "ui.cluster" in worker["entrypoint"], name
+        assert worker["entrypoint"][worker["entrypoint"].index("--nthreads") + 1] == "1", name
+    gpu = [s for s in workers.values() if "GPU=1" in s["entrypoint"]]
+    assert len(gpu) == 1 and gpu[0]["gpus"] == "all" and gpu[0]["build"]["dockerfile"] == "deploy/Dockerfile.gpu"
+    assert len(workers) - len(gpu) >= 2
+    replicas = [n for n, s in services.items() if "build" in s and "entrypoint" not in s]
+    assert len(replicas) >= 2
+    for name in replicas:
+        environment = services[name]["environment"]
+        assert environment["ATTN_EXPLORER_CACHE_URL"].startswith("redis://redis:"), name
+        assert environment["ATTN_EXPLORER_SCHEDULER"] == "tcp://scheduler:8786", name
+    proxy = services["proxy"]
+    assert "./nginx.compose.conf:/etc/nginx/nginx.conf:ro" in proxy["volumes"]
+    assert set(proxy["depends_on"]) == set(replicas)
+    # Only the proxy is published: Redis and the scheduler stay on the compose network.
+    assert [n for n, s in services.items() if "ports" in s] == ["proxy"]
+    # The same generated nginx config as deploy/docker-compose.yml: same replica names.
+    single = yaml.safe_load((REPO_ROOT / "deploy" / "docker-compose.yml").read_text())["services"]
+    assert sorted(replicas) == sorted(n for n, s in single.items() if "build" in s)
+    for dockerfile in ("Dockerfile", "deploy/Dockerfile.gpu"):
+        assert "requirements.txt" in (REPO_ROOT / dockerfile).read_text(), f"{dockerfile} does not install dask"
+    requirements = (REPO_ROOT / "requirements.txt").read_text()
+    assert re.search(r"^dask==", requirements, re.M) and re.search(r"^distributed==", requirements, re.M)
