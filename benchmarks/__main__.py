@@ -33,6 +33,14 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "--quick --out /tmp/bench",
     ),
     Benchmark(
+        "benchmarks.load_cluster",
+        "single-host replicas against the many-host layout on loopback (Redis, Dask workers, replicas behind nginx): "
+        "80 sessions on one link, 40 distinct, a light page beside a heavy job, CPU of replicas and workers",
+        "python -m benchmarks.load_cluster",
+        "load_cluster.{md,json}",
+        "--quick --out /tmp/bench",
+    ),
+    Benchmark(
         "benchmarks.suite",
         "every method against torch SDPA and the peer packages, n = 1K..16K: time, peak memory, error",
         "python -m benchmarks.suite --threads 1 --clock cpu   (and --threads 2)",
