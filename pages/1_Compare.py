@@ -15,7 +15,7 @@ from ui.presets import COMPARE_METHODS, COMPARE_REDRAWS, MAX_REDRAWS
 from ui.scrubber import scrubber_section
 
 ui.page("Compare", icon=":material/compare:")
-s = ui.sidebar()
+s = ui.sidebar(causal=True)
 
 ui.explain(
     "Each efficient method replaces the n × n softmax matrix with something cheaper: a few random features "

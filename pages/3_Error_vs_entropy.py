@@ -19,7 +19,7 @@ from ui.presets import EVE_METHODS, EVE_POINTS, EVE_REDRAWS, EVE_TAUS, MAX_REDRA
 from ui.scrubber import scrubber_section
 
 ui.page("Error vs entropy", icon=":material/show_chart:")
-s = ui.sidebar()
+s = ui.sidebar(causal=True)
 
 ORACLES = ["topk", "svd"]
 registered = ui.registered_methods()

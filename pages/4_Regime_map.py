@@ -13,7 +13,11 @@ from ui.panels import regime as panels
 
 ui.page("Regime map", icon=":material/grid_on:")
 s = ui.sidebar(
-    sources=("clustered", "real", "upload"), show_head=False, show_heads=False, defaults={"n": 256, "heads": 1}
+    sources=("clustered", "real", "upload"),
+    show_head=False,
+    show_heads=False,
+    defaults={"n": 256, "heads": 1},
+    causal=True,
 )
 
 if s.spec.source in ("real", "upload"):

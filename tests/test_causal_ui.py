@@ -78,3 +78,11 @@ def test_the_regime_map_page_under_the_mask(open_page: Callable[..., AppTest]) -
     assert not at.exception, at.exception
     assert at.toggle(key="causal").value is True
     assert not at.error, [e.value for e in at.error]
+
+
+def test_a_page_that_does_not_apply_the_mask_says_so_and_draws_no_toggle(open_page: Callable[..., AppTest]) -> None:
+    at = open_page("pages/5_VCC.py", causal="true", n="128")
+    assert not at.exception, at.exception
+    assert not [t for t in at.toggle if t.key == "causal"]
+    shown = " ".join(str(m.value) for m in [*at.warning, *at.markdown])
+    assert "this page computes without it" in shown and "unknown URL parameter" not in shown

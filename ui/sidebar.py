@@ -348,8 +348,11 @@ def sidebar(
     show_heads: bool = True,
     show_budget: bool = True,
     defaults: dict[str, Any] | None = None,
+    causal: bool = False,
 ) -> Settings:
     """Draw the shared sidebar and return the settings. Every control is bound to the URL.
+
+    causal: the page computes under the causal mask when asked (it draws the toggle); elsewhere there is none.
 
     sources: which inputs the page supports; max_n: the largest n the page allows (clamped with a notice);
     show_head / show_heads: draw the "head shown" / "heads" controls (pages with one head hide them);
@@ -509,7 +512,14 @@ def sidebar(
             help="Every method gets this fraction of the n² numbers full attention stores "
             "(per head). Methods are linked to it unless you unlink them.",
         )
-    causal = widgets.toggle(
+    if not causal:  # a link made on a page that applies the mask: say so here instead of "unknown parameter"
+        asked = page.raw.pop("causal", None)
+        if asked and str(asked[-1]).strip().lower() in registry.TRUE_TEXTS:
+            page_lifecycle.notice(
+                "**Causal mask**: this page computes without it (Compare, Error vs entropy and the Regime map "
+                "apply it)."
+            )
+    masked = causal and widgets.toggle(
         "Causal mask (decoder)",
         "causal",
         bool(base["causal"]),
@@ -553,7 +563,7 @@ def sidebar(
         fraction=float(fraction),
         head=int(head),
         sort_clusters=bool(sort_clusters),
-        causal=bool(causal),
+        causal=bool(masked),
     )
     with temp_box:
         _temperature_readout(settings)
