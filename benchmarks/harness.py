@@ -87,13 +87,19 @@ def server_rss(server: Server) -> int:
 
 def server_cpu_seconds(server: Server) -> float:
     """User plus system CPU time of the server's whole process tree."""
+    return tree_cpu_seconds([server.process.pid])
+
+
+def tree_cpu_seconds(pids: list[int]) -> float:
+    """User plus system CPU time of the process trees rooted at ``pids`` (processes that have gone count nothing)."""
     total = 0.0
-    for proc in _process_tree(server.process.pid):
-        try:
-            times = proc.cpu_times()
-            total += times.user + times.system
-        except psutil.NoSuchProcess:
-            pass
+    for pid in pids:
+        for proc in _process_tree(pid):
+            try:
+                times = proc.cpu_times()
+                total += times.user + times.system
+            except psutil.NoSuchProcess:
+                pass
     return total
 
 

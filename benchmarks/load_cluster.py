@@ -28,9 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import psutil
-
-from benchmarks.harness import RESULTS_DIR, machine_facts, wait_quiet, write_results
+from benchmarks.harness import RESULTS_DIR, machine_facts, tree_cpu_seconds, wait_quiet, write_results
 from benchmarks.load import (
     Config,
     _fmt,
@@ -79,19 +77,6 @@ class LayoutServer:
 
     def log_tail(self, chars: int = 3000) -> str:
         return ""
-
-
-def _cpu_seconds(pids: list[int]) -> float:
-    total = 0.0
-    for pid in pids:
-        try:
-            root = psutil.Process(pid)
-            for proc in [root, *root.children(recursive=True)]:
-                times = proc.cpu_times()
-                total += times.user + times.system
-        except psutil.NoSuchProcess:
-            pass
-    return total
 
 
 @contextmanager
@@ -143,10 +128,10 @@ async def run_layout(layout: str, cfg: Config, run_dir: Path) -> dict[str, Any]:
         paths = [_with_query(f"{cfg.page}?seed={2001 + i}", cfg.query) for i in range(cfg.distinct)]
         out["distinct"] = await _counted_wave(server, paths, cfg.timeout_s)
         print(f"[{layout}] distinct: {_line(out['distinct'])}", flush=True)
-        app0, workers0 = _cpu_seconds(server.app_pids), _cpu_seconds(server.worker_pids)
+        app0, workers0 = tree_cpu_seconds(server.app_pids), tree_cpu_seconds(server.worker_pids)
         out["heavy"] = await scenario_c(server, cfg, layout)  # type: ignore[arg-type]
-        out["heavy"]["app_cpu_s"] = _cpu_seconds(server.app_pids) - app0
-        out["heavy"]["worker_cpu_s"] = _cpu_seconds(server.worker_pids) - workers0
+        out["heavy"]["app_cpu_s"] = tree_cpu_seconds(server.app_pids) - app0
+        out["heavy"]["worker_cpu_s"] = tree_cpu_seconds(server.worker_pids) - workers0
     return out
 
 

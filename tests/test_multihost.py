@@ -19,10 +19,10 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import psutil
 import pytest
 from ci_env import unavailable
 
+from benchmarks.harness import tree_cpu_seconds
 from benchmarks.load import Session, _run_async, ws_session
 from deploy.processes import spawn, stop
 
@@ -57,19 +57,6 @@ def executed(layout: Any) -> int:
     return int(sum(counts.values()))
 
 
-def cpu_seconds(pids: list[int]) -> float:
-    total = 0.0
-    for pid in pids:
-        try:
-            root = psutil.Process(pid)
-            for process in [root, *root.children(recursive=True)]:
-                times = process.cpu_times()
-                total += times.user + times.system
-        except psutil.NoSuchProcess:
-            pass
-    return total
-
-
 def in_background(call: Callable[[], Session]) -> tuple[threading.Thread, list[Session]]:
     out: list[Session] = []
     thread = threading.Thread(target=lambda: out.append(call()), daemon=True)
@@ -88,10 +75,10 @@ def test_a_link_computed_through_replica_a_is_a_cache_hit_on_replica_b(layout: A
     replica_a, replica_b = layout.web.replicas
     workers = [worker.process.pid for worker in layout.workers]
     before_tasks = executed(layout)
-    before_app, before_workers = cpu_seconds([replica_a.process.pid]), cpu_seconds(workers)
+    before_app, before_workers = tree_cpu_seconds([replica_a.process.pid]), tree_cpu_seconds(workers)
     first = visit(replica_a.url, HEAVY)
-    app_cpu = cpu_seconds([replica_a.process.pid]) - before_app
-    worker_cpu = cpu_seconds(workers) - before_workers
+    app_cpu = tree_cpu_seconds([replica_a.process.pid]) - before_app
+    worker_cpu = tree_cpu_seconds(workers) - before_workers
     assert first.error is None, first.error
     assert executed(layout) > before_tasks, "the heavy job did not run on a worker"
     # The replica only drew the page and waited: the engine work was the workers'.
