@@ -26,6 +26,14 @@ ui.explain(
 )
 
 top = st.columns([3.2, 1.6, 1, 1.1])
+shared_colour = ui.toggle(
+    "One colour range for every map",
+    "samec",
+    True,
+    where=top[1],
+    help="On: every attention map uses the exact map's colour range, so one colour is one weight across the panels "
+    "(a method's entries above the exact map's largest saturate). Off: each map spans its own range.",
+)
 methods = ui.method_picker("Methods", "methods", COMPARE_METHODS, n=s.n, where=top[0])
 log_colour = ui.toggle(
     "Log colour scale",
@@ -55,7 +63,9 @@ resolution = ui.choice(
 
 
 @st.fragment
-def results(s: ui.Settings, methods: list[str], log_colour: bool, view: str, resolution: int) -> None:
+def results(
+    s: ui.Settings, methods: list[str], log_colour: bool, view: str, resolution: int, shared_colour: bool
+) -> None:
     """Everything the method knobs drive: a knob reruns this section, not the sidebar or the inputs."""
     params = panels.method_knobs(s, methods)
     if not ui.within_limits(lambda: limits.check_compare(params, s.n, s.d, s.heads)):
@@ -78,11 +88,16 @@ def results(s: ui.Settings, methods: list[str], log_colour: bool, view: str, res
         "the ± under each tile is the spread of their errors. The maps show the sidebar seed's draw.",
     )
     labels = {m: ui.method_label(m) for m in methods}
+    # Presenter view: one row of maps (exact and each method) comes first, so a projector's first screen shows them.
+    presenting = view == "one" and ui.presenter_mode()
+    row_box = st.container()
     metrics_box = st.container()  # the error tiles, full width
-    if view == "one":  # the exact map is drawn before the methods run, so the page has a picture at once
+    exact_shown, exact_factor = panels.exact_map(s, exact, resolution)
+    zmax = ui.attention_top(exact_shown, log_colour) if shared_colour else None
+    if view == "one" and not presenting:  # the exact map is drawn before the methods run: a picture at once
         exact_column, table_box = st.columns([1, 2])
         with exact_column:
-            exact_factor = panels.exact_cell(s, exact, resolution, log_colour)
+            panels.exact_cell(s, exact, exact_shown, exact_factor, log_colour, zmax)
     else:
         table_box = st.container()
     scrubber_box = st.container()
@@ -101,11 +116,16 @@ def results(s: ui.Settings, methods: list[str], log_colour: bool, view: str, res
         )
     with scrubber_box:  # the temperature scrubber (client-side)
         scrubber_section(s, methods, params)
+    if presenting:
+        with row_box:
+            panels.maps_row(s, exact_shown, exact_factor, labels, results, resolution, log_colour, zmax)
     if view == "one":
         st.subheader(f"Head {s.head}: each method's attention (top) and its error against exact (below)")
-        panels.method_cells(s, methods, labels, results, params, resolution, log_colour)
+        panels.method_cells(s, methods, labels, results, params, resolution, log_colour, zmax)
         st.caption(
-            ui.downsample_caption(s.n, exact_factor) + " Error maps: red = too much weight, blue = too little; the "
+            ui.downsample_caption(s.n, exact_factor)
+            + (" Every attention map uses the exact map's colour range." if shared_colour else "")
+            + " Error maps: red = too much weight, blue = too little; the "
             "colour range is the 99th percentile of |error|, so the few largest errors saturate."
         )
     else:
@@ -139,5 +159,5 @@ def results(s: ui.Settings, methods: list[str], log_colour: bool, view: str, res
     ui.finish_fragment()
 
 
-results(s, methods, log_colour, view, resolution)
+results(s, methods, log_colour, view, resolution, shared_colour)
 ui.finish()

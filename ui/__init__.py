@@ -106,6 +106,7 @@ from ui.compute import (
 from ui.figure_display import explain, show_figure
 from ui.figures import (
     GridCell,
+    attention_top,
     downsample_caption,
     heatmap,
     heatmap_grid,
@@ -168,6 +169,7 @@ __all__ = [
     "device_control",
     "display",
     "GridCell",
+    "attention_top",
     "downsample_caption",
     "estimate_seconds",
     "explain",
@@ -224,6 +226,14 @@ html {font-size: 21px;}
 [data-testid="stMainBlockContainer"] {padding-top: 3.9rem; max-width: 100%;}
 :has(> .st-key-ae_present_top) {order: -2;}
 .st-key-ae_present_top h1 {padding: 0; font-size: 2.2rem;}
+:has(> .st-key-ae_lesson) {order: -2;}
+.st-key-ae_lesson {gap: 0.15rem; padding: 0.45rem 0.8rem !important;}
+.st-key-ae_lesson h3 {font-size: 1.15rem; padding: 0; line-height: 1.4;}
+.st-key-ae_lesson [data-testid="stMarkdownContainer"], .st-key-ae_lesson [data-testid="stHeading"],
+  .st-key-ae_lesson [data-testid="stCaptionContainer"], .st-key-ae_lesson h3, .st-key-ae_lesson p
+  {margin: 0 !important;}
+.st-key-ae_lesson p, .st-key-ae_lesson a, .st-key-ae_lesson span {font-size: 0.74rem; line-height: 1.35;}
+.st-key-ae_lesson .ae-lesson-nav a, .st-key-ae_lesson .ae-lesson-nav span {padding: 0.15rem 0.7rem;}
 [data-testid="stMain"] [data-testid="stVerticalBlock"]:not([data-testid="stColumn"] *)
   > :nth-child(1 of :has([data-testid="aePlotlyChart"], [data-testid="stPlotlyChart"], [data-testid="stDataFrame"],
   [data-testid="stTable"])) {order: -1;}

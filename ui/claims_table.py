@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from core import claims
+from ui.url_params import keep_presenter
 
 SB_LINK = "Sparse_plus_low_rank?n=512&d=64&clusters=32&spread=0.3"
 EVE_LINK = "Error_vs_entropy?n=1024&d=64&clusters=64&spread=0.3&budget=1/32&oracles=true&taus=0.03&taus=1"
@@ -124,7 +125,7 @@ def shown_table(table: pd.DataFrame) -> pd.DataFrame:
     """The columns the page shows, each view as a Markdown link (a static table renders it)."""
     shown = table[[c for c in SHOWN_COLUMNS if c in table.columns]].copy()
     if "view" in shown:
-        shown["view"] = [f"[open]({link})" if link else "" for link in shown["view"]]
+        shown["view"] = [f"[open]({keep_presenter(link)})" if link else "" for link in shown["view"]]
     return shown
 
 

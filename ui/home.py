@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from ui import page_registry
 from ui.lessons import Lesson
 from ui.presets import Preset
+from ui.url_params import keep_presenter
 
 # What the optional features need from the system (the README's Quick start says the same).
 OWN_COPY = (
@@ -35,9 +36,9 @@ class PageEntry:
 
 
 def link(href: str, label: str, *, bold: bool = True) -> str:
-    """An anchor that opens in the same tab."""
+    """An anchor that opens in the same tab (and keeps the presenter view)."""
     text = f"<b>{html.escape(label)}</b>" if bold else html.escape(label)
-    return f'<a href="{html.escape(href, quote=True)}" target="_self">{text}</a>'
+    return f'<a href="{html.escape(keep_presenter(href), quote=True)}" target="_self">{text}</a>'
 
 
 def page_entries() -> list[PageEntry]:

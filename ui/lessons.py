@@ -184,9 +184,11 @@ PANEL_CSS = """<style>
 def _link(label: str, href: str | None) -> str:
     import html
 
+    from ui.url_params import keep_presenter
+
     if href is None:
         return f"<span>{html.escape(label)}</span>"
-    return f'<a href="{html.escape(href, quote=True)}" target="_self">{html.escape(label)}</a>'
+    return f'<a href="{html.escape(keep_presenter(href), quote=True)}" target="_self">{html.escape(label)}</a>'
 
 
 def nav_html(lesson: Lesson, index: int) -> str:
@@ -209,7 +211,8 @@ def lesson_panel(guide: str | None, step: str | None) -> Lesson | None:
         return None
     lesson, index = found
     current = lesson.steps[index]
-    with st.container(border=True):
+    # key: the presenter view's CSS (ui.PRESENTER_CSS) lifts this box under the title, before the page's picture.
+    with st.container(border=True, key="ae_lesson"):
         st.caption(f"Lesson · {lesson.title} · step {index + 1} of {len(lesson.steps)}")
         st.subheader(current.title)
         st.markdown(current.text)

@@ -25,10 +25,10 @@ from ui.url_params import (
     HIDE_KEY,
     LESSON_KEY,
     PLAIN_KEYS,
-    PRESENT_KEY,
     Parser,
     cut_value,
     plain_param,
+    presenter_on,
     raw_params,
 )
 
@@ -113,8 +113,7 @@ def lesson_mode() -> bool:
 
 def presenter_mode() -> bool:
     """True when the URL asks for the presenter view (``?present=1``)."""
-    raw = plain_param(PRESENT_KEY)
-    return raw is not None and raw.strip().lower() in ("1", "true", "yes", "on")
+    return presenter_on()
 
 
 def hidden_keys() -> set[str]:

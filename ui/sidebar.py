@@ -292,7 +292,7 @@ def navigation(where: Any) -> None:
     query = urllib.parse.urlencode(carried, safe=",/")
     items = []
     for path, label in ((p.url_path, p.label) for p in page_registry.ALL_PAGES):
-        href = (path or "./") + (f"?{query}" if query else "")
+        href = url_params.keep_presenter((path or "./") + (f"?{query}" if query else ""))
         current = ' class="ae-current"' if path == page_state.url_path else ""
         items.append(f'<a href="{html.escape(href, quote=True)}" target="_self"{current}>{html.escape(label)}</a>')
     where.markdown(NAV_CSS + '<nav class="ae-nav">' + "".join(items) + "</nav>", unsafe_allow_html=True)

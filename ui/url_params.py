@@ -83,6 +83,25 @@ def plain_param(key: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def presenter_on() -> bool:
+    """True when the URL asks for the presenter view (``?present=1``)."""
+    raw = plain_param(PRESENT_KEY)
+    return raw is not None and raw.strip().lower() in ("1", "true", "yes", "on")
+
+
+def keep_presenter(href: str) -> str:
+    """A link to a view of this app that keeps the presenter view: ``present=1`` added when this page has it.
+
+    Every in-app link goes through here (Home's presets, lessons and pages, a lesson's Next and Previous, the sidebar,
+    links between pages), so a class on a projector stays in the projector layout whatever it follows.
+    """
+    if not presenter_on():
+        return href
+    base, _, query = href.partition("?")
+    pairs = [part for part in query.split("&") if part and part.split("=", 1)[0] != PRESENT_KEY]
+    return base + "?" + "&".join([*pairs, f"{PRESENT_KEY}=1"])
+
+
 # ------------------------------------------------------------------ parsing values
 
 

@@ -223,6 +223,7 @@ class GridCell:
     name: str | None = None  # shown in the hover box
     x_title: bool = False  # "key j" under the map
     labels: list[str] | None = None  # a real model's tokens as tick labels (full resolution, n <= 64)
+    zmax: float | None = None  # top of the colour range (None: the map's own), as ``heatmap``'s zmax
 
 
 # Pixel sizes of a heatmap grid row: the title above a map and the tick labels (and axis title) below it.
@@ -264,7 +265,13 @@ def heatmap_grid(rows: Sequence[Sequence[GridCell | None]], *, columns: int, map
             x0, x1 = column * width, column * width + width * (1 - GRID_COLORBAR)
             x0 += GRID_TICKS if column and not cell.labels else 0.0  # room for this map's own position labels
             trace = heatmap_trace(
-                cell.z, kind=cell.kind, log=cell.log, factor=cell.factor, hover_label=cell.hover_label, name=cell.name
+                cell.z,
+                kind=cell.kind,
+                log=cell.log,
+                zmax=cell.zmax,
+                factor=cell.factor,
+                hover_label=cell.hover_label,
+                name=cell.name,
             )
             trace["colorbar"].update(
                 x=x1 + 0.005, xanchor="left", y=(y_top + y_bottom) / 2, yanchor="middle", len=(y_top - y_bottom) * 0.95
@@ -294,6 +301,12 @@ def heatmap_grid(rows: Sequence[Sequence[GridCell | None]], *, columns: int, map
             )
     layout["annotations"] = annotations
     return go.Figure({"data": traces, "layout": layout})
+
+
+def attention_top(a: np.ndarray, log: bool) -> float:
+    """The top of an attention map's colour range in the units ``heatmap``'s zmax takes (log10 when ``log``)."""
+    top = float(np.nanmax(np.asarray(a, dtype=np.float64))) if np.size(a) else 1.0
+    return float(np.log10(max(top, LOG_FLOOR))) if log else top
 
 
 def downsample_caption(n: int, factor: int) -> str:

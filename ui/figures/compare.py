@@ -64,13 +64,20 @@ def shrink(a: np.ndarray, resolution: int, base: int, mode: str) -> tuple[np.nda
 
 
 def method_figure(
-    label: str, attention: np.ndarray, error: np.ndarray, factor: int, log_colour: bool, error_title: str = ""
+    label: str,
+    attention: np.ndarray,
+    error: np.ndarray,
+    factor: int,
+    log_colour: bool,
+    error_title: str = "",
+    zmax: float | None = None,
 ) -> go.Figure:
     """A method's (block-reduced) attention map (top) over its error against exact, as one figure of two square
-    heatmaps. factor: block size of the reduction; error_title: default "<label> − exact"."""
+    heatmaps. factor: block size of the reduction; error_title: default "<label> − exact"; zmax: the attention map's
+    colour top (``attention_top``) when the maps share one range."""
     return heatmap_grid(
         [
-            [GridCell(label, attention, log=log_colour, factor=factor, name=label)],
+            [GridCell(label, attention, log=log_colour, factor=factor, name=label, zmax=zmax)],
             [
                 GridCell(
                     error_title or f"{label} − exact",
@@ -85,6 +92,18 @@ def method_figure(
         ],
         columns=1,
     )
+
+
+def maps_row(
+    maps: Mapping[str, np.ndarray], titles: Mapping[str, str], factor: int, log_colour: bool, zmax: float | None
+) -> go.Figure:
+    """The exact map and each method's attention map side by side in one row (the presenter view's first picture),
+    on one colour range when ``zmax`` is given. maps: label -> (block-reduced) map; titles: label -> map title."""
+    cells = [
+        GridCell(titles.get(label, label), z, log=log_colour, factor=factor, name=label, zmax=zmax, x_title=True)
+        for label, z in maps.items()
+    ]
+    return heatmap_grid([cells], columns=max(1, len(cells)), map_px=230)
 
 
 def heads_grid(

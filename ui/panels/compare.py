@@ -94,14 +94,21 @@ def metrics_section(
     return table
 
 
-def exact_cell(s: ui.Settings, exact: Any, resolution: int, log_colour: bool) -> int:
-    """The exact attention heatmap of the shown head; returns its display block size."""
+def exact_map(s: ui.Settings, exact: Any, resolution: int) -> tuple[np.ndarray, int]:
+    """The exact attention map of the shown head as drawn (ordered, block-reduced), and its display block size."""
     head = s.head
     base_factor = 1 if not exact.reduced else ui.block_factor(s.n)
     in_order = exact.attention_in_cluster_order
     drawn = s.sorted(exact.attention[head], None if in_order is None else in_order[head])
-    shown, factor = figs.shrink(drawn, resolution, base_factor, "max")
-    fig = ui.heatmap(shown, "Exact softmax", factor=factor, log=log_colour)
+    return figs.shrink(drawn, resolution, base_factor, "max")
+
+
+def exact_cell(
+    s: ui.Settings, exact: Any, shown: np.ndarray, factor: int, log_colour: bool, zmax: float | None
+) -> None:
+    """The exact attention heatmap of the shown head (``exact_map``), with its exports and notes."""
+    head = s.head
+    fig = ui.heatmap(shown, "Exact softmax", factor=factor, log=log_colour, zmax=zmax)
     extra = downloads.heatmap_exports(s, "exact", {}, head, "attention", shown, log_colour)
     ui.show_figure(fig, "exact_attention", key="exact", **extra)
     if s.order_note():
@@ -110,7 +117,43 @@ def exact_cell(s: ui.Settings, exact: Any, resolution: int, log_colour: bool) ->
     if model is not None and s.tau == 1.0:
         gap = float(np.abs(model[head] - exact.attention[head]).max())
         st.caption(f"τ = 1 reproduces the model's own attention: max difference {gap:.1e}.")
-    return factor
+
+
+def _head_maps(s: ui.Settings, res: Any, resolution: int) -> dict[str, tuple[np.ndarray, int]]:
+    """A method's attention and error maps of the shown head as drawn (ordered, block-reduced), with the block size."""
+    head = s.head
+    in_order = res.in_cluster_order or {}
+    drawn = {
+        kind: s.sorted(getattr(res, kind)[head], in_order[kind][head] if kind in in_order else None)
+        for kind in ("attention", "error")
+    }
+    return {
+        "attention": figs.shrink(drawn["attention"], resolution, res.factor, "max"),
+        "error": figs.shrink(drawn["error"], resolution, res.factor, "absmax"),
+    }
+
+
+def maps_row(
+    s: ui.Settings,
+    exact_shown: np.ndarray,
+    exact_factor: int,
+    labels: dict[str, str],
+    results: dict[str, Any],
+    resolution: int,
+    log_colour: bool,
+    zmax: float | None,
+) -> None:
+    """Presenter view: the exact map and every method's map of the shown head in one row, each titled with its error."""
+    head = s.head
+    maps = {"Exact softmax": exact_shown}
+    titles = {"Exact softmax": f"Exact (head {head})"}
+    for method, res in results.items():
+        if res.error_message:
+            continue
+        maps[labels[method]] = _head_maps(s, res, resolution)["attention"][0]
+        titles[labels[method]] = f"{labels[method].split(' (')[0]}: {res.metrics['attention_error'][head]:.3f}"
+    fig = figs.maps_row(maps, titles, exact_factor, log_colour, zmax)
+    ui.show_figure(fig, "maps_row", key="maps_row", data=maps)
 
 
 def method_cells(
@@ -121,6 +164,7 @@ def method_cells(
     params: dict[str, dict[str, Any]],
     resolution: int,
     log_colour: bool,
+    zmax: float | None = None,
 ) -> None:
     """Each method's attention map of the shown head over its error against exact: one figure per method, three
     to a row. Two maps to a chart halves the browser's per-chart cost on a slider move, and a method knob redraws
@@ -133,18 +177,14 @@ def method_cells(
     for start in range(0, len(ok), 3):
         for column, method in zip(st.columns(3), ok[start : start + 3], strict=False):
             res, label = results[method], labels[method]
-            in_order = res.in_cluster_order or {}
-            drawn = {
-                kind: s.sorted(getattr(res, kind)[head], in_order[kind][head] if kind in in_order else None)
-                for kind in ("attention", "error")
-            }
-            attention, factor = figs.shrink(drawn["attention"], resolution, res.factor, "max")
-            error, _ = figs.shrink(drawn["error"], resolution, res.factor, "absmax")
+            shown = _head_maps(s, res, resolution)
+            attention, factor = shown["attention"]
+            error, _ = shown["error"]
             # This head's own numbers (the tiles above average over heads): the title says which head.
             title = (
                 f"head {head}: error {res.metrics['attention_error'][head]:.3f} · KL {res.metrics['row_kl'][head]:.2f}"
             )
-            fig = figs.method_figure(label, attention, error, factor, log_colour, title)
+            fig = figs.method_figure(label, attention, error, factor, log_colour, title, zmax)
             parts = {
                 f"{label}: {kind}": downloads.heatmap_exports(s, method, params[method], head, kind, shown, log_colour)
                 for kind, shown in (("attention", attention), ("error", error))

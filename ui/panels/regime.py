@@ -15,6 +15,7 @@ import ui
 from core import real_heads, regime
 from ui import sweep_runs as runs
 from ui.figures import regime as figs
+from ui.url_params import keep_presenter
 
 THEOREM_TEXT = (
     "The paper proves (for Process 1, as n grows) that at high temperature, β below about ln n / ln d, a low-rank "
@@ -136,7 +137,7 @@ def compare_link(s: ui.Settings, layer: int, head: int, methods: Sequence[str]) 
         ("tau", f"{s.tau:g}"),
         ("budget", f"{s.fraction:g}"),
     ] + [("methods", m) for m in methods]
-    return "./Compare?" + urllib.parse.urlencode(pairs, safe=",/")
+    return keep_presenter("./Compare?" + urllib.parse.urlencode(pairs, safe=",/"))
 
 
 def draw_real_heads(s: ui.Settings, res: RealHeadsRegime, roles: Mapping[str, str], metric: str) -> None:
