@@ -80,7 +80,7 @@ gemm = gemm_gflops(c.device.type) if points else math.nan
 series = scaling_tables.measured_series(points or [], c.run.methods, gemm * 1e9)
 for label in shown_files:
     series += scaling_tables.committed_series(committed[label], c.run.methods)
-colours = {m: ui.method_colour(i) for i, m in enumerate(c.run.methods)}
+colours = {m: ui.method_colour(m) for m in c.run.methods}
 if points or shown_files:
     time_fig, memory_fig = scaling_figs.time_figure(series, colours), scaling_figs.memory_figure(series, colours)
     panels.draw_charts(time_fig, memory_fig, frame, gemm if points else None)

@@ -9,6 +9,7 @@ import pytest
 
 from core.cost_study import CostPoint
 from ui.figures import cost as cost_figs
+from ui.figures import palette
 
 MIB = 2**20
 LABELS = {"exact": "Exact softmax", "performer": "Performer", "nystrom": "Nyström", "lsh": "LSH"}
@@ -45,12 +46,14 @@ def test_two_log_log_panels_share_the_error_axis() -> None:
     assert fig.layout.font.size >= 16 and fig.layout.legend.font.size >= 14  # readable on a projector
 
 
-def test_one_colour_per_family_and_one_legend_entry_per_method() -> None:
+def test_each_method_in_its_own_colour_and_one_legend_entry_per_method() -> None:
     fig = cost_figs.error_cost_figure(POINTS, LABELS)
     left = traces(fig, 1)
     performer, nystrom, lsh = left["Performer (low-rank)"], left["Nyström (low-rank)"], left["LSH (sparse)"]
-    assert performer.marker.color == nystrom.marker.color == cost_figs.FAMILY_COLOURS["low-rank"]
-    assert lsh.marker.color == cost_figs.FAMILY_COLOURS["sparse"] != performer.marker.color
+    # The method's colour on every page (ui/figures/palette.py); the symbol tells the methods of one family apart.
+    assert performer.marker.color == palette.method_colour("performer") != nystrom.marker.color
+    assert nystrom.marker.color == palette.method_colour("nystrom")
+    assert lsh.marker.color == palette.method_colour("lsh")
     assert performer.marker.symbol != nystrom.marker.symbol  # the method within its family
     legend = [t.name for t in fig.data if t.showlegend is not False]
     assert len(legend) == len(set(legend)) == 3 + 2  # methods, the front and exact attention

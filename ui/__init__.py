@@ -58,7 +58,7 @@ Figures and export
     ``ui.heatmap(matrix, title, kind="attention"|"error"|"mask"|"signed", log=..., factor=...)`` (Plotly,
     <= 512 x 512, block-reduce with ``ui.display(a)`` / ``ui.block_reduce``; caption with
     ``ui.downsample_caption(n, factor)``); ``ui.line_figure(title, x, y)`` for curves (add traces with
-    ``ui.method_colour(i)``). ``ui.show_figure(fig, name, data=..., png=callable)`` draws it with an Export menu:
+    ``ui.method_colour(name)``). ``ui.show_figure(fig, name, data=..., png=callable)`` draws it with an Export menu:
     full-resolution PNG (``png=lambda: ui.png_bytes(full_matrix, kind)``), HTML, data as CSV (DataFrame) or NPZ
     (dict of arrays, or a callable returning one), and settings JSON. Several maps side by side go in one
     figure, ``ui.heatmap_grid([[ui.GridCell(title, z, kind=...), ...], ...], columns=3)`` (one chart draws

@@ -14,12 +14,12 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 from core.scrub import ScrubViews, SplitViews
+from ui.figures.palette import method_colour, other_colour
 from ui.plotly_chart import plotly_chart
 from ui.views import SplitScrub, TemperatureScrub, method_params, params_key
 from ui.views import run as run_view
 
 LOG_FLOOR = 1e-6  # attention maps are drawn as log10(weight), floored here
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9")
 
 
 def _log(a: np.ndarray) -> np.ndarray:
@@ -63,11 +63,11 @@ def scrub_figure(
                 x=[views.entropy[index]],
                 y=[views.error[m][index]],
                 mode="markers",
-                marker={"size": 13, "color": PALETTE[i % len(PALETTE)], "line": {"width": 2, "color": "black"}},
+                marker={"size": 13, "color": method_colour(m), "line": {"width": 2, "color": "black"}},
                 showlegend=False,
                 hoverinfo="skip",
             )
-            for i, m in enumerate(methods)
+            for m in methods
         ]
 
     first = heatmaps(start)
@@ -75,14 +75,14 @@ def scrub_figure(
         fig.add_trace(trace, row=1, col=column)
     for column, trace in enumerate(first[columns:], start=2):
         fig.add_trace(trace, row=2, col=column)
-    for i, m in enumerate(methods):
+    for m in methods:
         fig.add_trace(
             go.Scatter(
                 x=views.entropy,
                 y=views.error[m],
                 mode="lines",
                 name=labels.get(m, m),
-                line={"color": PALETTE[i % len(PALETTE)]},
+                line={"color": method_colour(m)},
             ),
             row=2,
             col=1,
@@ -202,7 +202,10 @@ def split_scrub_figure(views: SplitViews, *, start: int = 0, height: int = 640) 
             go.Heatmap(z=_log(np.maximum(views.parts["low_rank"][index], 0.0)), name="L", **attention_style),
         ]
 
-    curves = {"attention": ("Scatterbrain (S + L)", PALETTE[0]), "naive_sum": ("naive sum", PALETTE[1])}
+    curves = {
+        "attention": ("Scatterbrain (S + L)", method_colour("scatterbrain")),
+        "naive_sum": ("naive sum", other_colour(0)),  # not a method
+    }
 
     def markers(index: int) -> list[go.Scatter]:
         return [

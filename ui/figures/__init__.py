@@ -19,16 +19,14 @@ import plotly.colors as pcolors
 import plotly.graph_objects as go
 from PIL import Image
 
+# Method and family colours: declared once in ui/figures/palette.py, re-exported here (ui.method_colour).
+from ui.figures.palette import family_colour as family_colour
+from ui.figures.palette import method_colour as method_colour
+
 ATTENTION_SCALE = "Viridis"
 MASK_SCALE = "Cividis"
 ERROR_SCALE = "RdBu_r"  # negative (under-estimate) blue, positive (over-estimate) red
 LOG_FLOOR = 1e-6
-# Okabe-Ito: distinguishable with the common colour-vision deficiencies.
-PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000", "#999999"]
-
-
-def method_colour(index: int) -> str:
-    return PALETTE[index % len(PALETTE)]
 
 
 def _lut(scale: str) -> np.ndarray:

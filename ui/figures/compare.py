@@ -179,7 +179,7 @@ def sweep_figure(
     )
     rows = []
     draws = result.get(f"{metric}_draws", {})
-    for i, method in enumerate(methods):
+    for method in methods:
         spread = np.asarray(draws[method]) if method in draws and len(draws[method]) > 1 else None
         if spread is not None:  # the band the redraws of a randomised method span, behind its curve
             low, high = spread.min(axis=0), spread.max(axis=0)
@@ -187,7 +187,7 @@ def sweep_figure(
                 x=np.concatenate([entropy, entropy[::-1]]),
                 y=np.concatenate([high, low[::-1]]),
                 fill="toself",
-                fillcolor=_transparent(method_colour(i), 0.2),
+                fillcolor=_transparent(method_colour(method), 0.2),
                 line={"width": 0},
                 hoverinfo="skip",
                 showlegend=False,
@@ -200,7 +200,7 @@ def sweep_figure(
             mode="lines+markers",
             legendgroup=method,
             name=labels[method],
-            line={"color": method_colour(i), "dash": "dot" if families[method] == "oracle" else "solid"},
+            line={"color": method_colour(method), "dash": "dot" if families[method] == "oracle" else "solid"},
             customdata=np.stack([1 / betas, betas], axis=-1),
             hovertemplate="H %{x:.2f} nats<br>τ %{customdata[0]:.3g}, β %{customdata[1]:.3g}"
             "<br>error %{y:.4f}<extra>" + labels[method] + "</extra>",
@@ -279,14 +279,14 @@ def heads_scatter(table: pd.DataFrame, methods: Sequence[str], labels: Mapping[s
         f"relative {metric} error",
         height=460,
     )
-    for i, method in enumerate(methods):
+    for method in methods:
         part = table[table["method"] == method]
         fig.add_scatter(
             x=part["entropy"],
             y=part[f"{metric}_error"],
             mode="markers",
             name=labels[method],
-            marker={"color": method_colour(i), "size": 7, "opacity": 0.8},
+            marker={"color": method_colour(method), "size": 7, "opacity": 0.8},
             customdata=np.stack([part["layer"], part["head"]], axis=-1),
             hovertemplate="layer %{customdata[0]}, head %{customdata[1]}<br>H %{x:.2f}<br>error "
             "%{y:.4f}<extra>" + labels[method] + "</extra>",

@@ -17,18 +17,10 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from core.cost_study import EXACT, CostPoint, budget_text, pareto_optimal
-from ui.figures import PALETTE
 from ui.figures.axes import use_decades
-from ui.figures.regime import ROLE_COLOURS
+from ui.figures.palette import FAMILY_COLOURS as FAMILY_COLOURS
+from ui.figures.palette import method_colour
 
-FAMILY_COLOURS = {
-    "sparse": ROLE_COLOURS["sparse"],
-    "low-rank": ROLE_COLOURS["low_rank"],
-    "sparse+low-rank": ROLE_COLOURS["sparse_low_rank"],
-    "compression": PALETTE[3],
-    "oracle": PALETTE[8],
-    "exact": PALETTE[7],
-}
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "star")
 FRONT_COLOUR = "#222222"
 MARKER_PX = (9.0, 19.0)  # smallest and largest budget's marker size
@@ -110,7 +102,7 @@ def error_cost_figure(
         for method in methods:
             mine = sorted((p for p in approx if p.method == method and _usable(cost_of(p))), key=lambda p: p.budget)
             symbol = SYMBOLS[family_index[family[method]].index(method) % len(SYMBOLS)]
-            colour = FAMILY_COLOURS.get(family[method], PALETTE[0])
+            colour = method_colour(method)  # its colour on every page; the symbol tells the family
             fig.add_scatter(
                 x=[cost_of(p) for p in mine],
                 y=[p.error for p in mine],

@@ -12,13 +12,15 @@ import plotly.graph_objects as go
 
 from core import kernels as K
 from core.kernel_study import AttentionStudy, RatioMap, TheoryCurve
+from ui.figures.palette import OTHER
 from ui.figures.rank_heads import base_figure, colour, finite_values, log_axis
 
+# Performer's feature variants are not methods: colours no method has (ui/figures/palette.py).
 VARIANT_COLOURS = {
-    "positive iid": "#1f77b4",
-    "positive orthogonal": "#2ca02c",
-    "trig iid": "#d62728",
-    "trig orthogonal": "#ff7f0e",
+    "positive iid": OTHER[0],
+    "positive orthogonal": OTHER[3],
+    "trig iid": OTHER[4],
+    "trig orthogonal": OTHER[1],
 }
 
 

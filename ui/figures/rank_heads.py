@@ -11,9 +11,9 @@ import plotly.graph_objects as go
 
 from core import rank_heads as rh
 from core.rank_heads_study import FACT1_EXPONENTS, Cell, FactOneCurve, Reference, TheoremShapes
-from ui.figures import PALETTE
 from ui.figures.axes import use_decades
 from ui.figures.contrast import cell_text_colours
+from ui.figures.palette import other_colour
 
 GRID_SCALE = "YlOrRd"
 REFERENCE_COLOURS = {"full_rank": "#111", "construction": "#777", "midpoint": "#c0392b", "degree1_floor": "#e67e22"}
@@ -26,7 +26,8 @@ def log_axis(fig: go.Figure, axis: str, values: Any, ticks: Sequence[float] | No
 
 
 def colour(index: int) -> str:
-    return PALETTE[index % len(PALETTE)]
+    """Curves of ranks and head counts are not methods: colours no method has (ui/figures/palette.py)."""
+    return other_colour(index)
 
 
 def base_figure(title: str, x_title: str, y_title: str, *, height: int = 380, legend_y: float = -0.18) -> go.Figure:

@@ -14,8 +14,15 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from ui.figures.palette import family_colour
+
 ROLE_NAMES = {"sparse": "sparse", "low_rank": "low rank", "sparse_low_rank": "sparse + low rank"}
-ROLE_COLOURS = {"sparse": "#E69F00", "low_rank": "#56B4E9", "sparse_low_rank": "#009E73"}
+# The families' colours (ui/figures/palette.py): "sparse wins" is LSH's orange here as on every page.
+ROLE_COLOURS = {
+    "sparse": family_colour("sparse"),
+    "low_rank": family_colour("low-rank"),
+    "sparse_low_rank": family_colour("sparse+low-rank"),
+}
 NOISE_COLOUR = "#404040"
 BOUNDARY_DASHES = ("dash", "dot")
 HEIGHT = 520

@@ -14,6 +14,7 @@ from core.vcc_study import CostCurve, StorageEntry, SweepPoint
 from core.vcc_tree import TreeNode
 from ui.figures import line_figure, method_colour
 from ui.figures.axes import use_decades
+from ui.figures.palette import OTHER, other_colour
 
 # Short ASCII labels: a choice's label is also its value in the shared link. Same order as vcc_tree.SELECTORS.
 SELECTOR_LABELS = {
@@ -22,9 +23,11 @@ SELECTOR_LABELS = {
     "random": "random",
     "bottom": "bottom mu",
 }
-SPLIT_RING = "#D55E00"
-VIP_COLOUR = "#CC79A7"
-REWRITTEN = "#009E73"
+# Not methods: colours no method has (ui/figures/palette.py). A VIP token is computed exactly: exact's black.
+SPLIT_RING = OTHER[0]
+VIP_COLOUR = method_colour("exact")
+REWRITTEN = OTHER[3]
+SEGMENT_SCALE = "Greys"  # the token strip's segment length: not the tree's µ scale (Viridis)
 
 
 def _centre(node: TreeNode) -> float:
@@ -107,7 +110,7 @@ def tree_figure(
             z=[strip],
             x=list(range(len(resolution))),
             y=[0],
-            colorscale="Cividis",
+            colorscale=SEGMENT_SCALE,
             showscale=False,
             customdata=[[[labels[i], int(resolution[i])] for i in range(len(resolution))]],
             hovertemplate="position %{customdata[0]}<br>segment length %{customdata[1]}<extra></extra>",
@@ -168,7 +171,7 @@ def error_budget_figure(
                     y=[p.vip_error if rows == "vip" else p.all_error for p in part],
                     mode="lines+markers",
                     name=label + ("" if with_d else ", no D"),
-                    line={"color": method_colour(i), "dash": "solid" if with_d else "dot"},
+                    line={"color": other_colour(i), "dash": "solid" if with_d else "dot"},
                     marker={"size": 5},
                     customdata=[[p.h, p.r] for p in part],
                     hovertemplate="h %{customdata[0]}, r %{customdata[1]:.0f}<br>error %{y:.4g}"
@@ -200,7 +203,7 @@ def error_budget_figure(
 def cost_figure(cost: CostCurve, n: int) -> go.Figure:
     """Compressed length r and FLOPs per head against n (log-log, decades), VCC beside exact; dashed at ``n``."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=("compressed length r", "FLOPs per head"))
-    exact_colour, vcc_colour = method_colour(7), method_colour(0)
+    exact_colour, vcc_colour = method_colour("exact"), method_colour("vcc")
     lengths = cost.n.tolist()
     fig.add_trace(go.Scatter(x=lengths, y=lengths, name="exact (r = n)", line={"color": exact_colour}), row=1, col=1)
     fig.add_trace(go.Scatter(x=lengths, y=cost.r.tolist(), name="VCC", line={"color": vcc_colour}), row=1, col=1)

@@ -14,6 +14,7 @@ import ui
 from core import limits, sparse_lowrank
 from ui.controls import sparse_lowrank as controls
 from ui.figures import sparse_lowrank as figs
+from ui.figures.palette import other_colour
 
 
 def intro() -> None:
@@ -103,7 +104,7 @@ def _lsh_support(
 def _bucket_chart(s: ui.Settings, round_buckets: np.ndarray, which: int) -> None:
     """One round's query buckets by position (``round_buckets``: (2, n), queries then keys)."""
     fig = figs.buckets_figure(
-        round_buckets[0], s.inputs().labels, ui.method_colour(0), f"Buckets in round {which}", order=s.order
+        round_buckets[0], s.inputs().labels, ui.method_colour("lsh"), f"Buckets in round {which}", order=s.order
     )
     table = {"position": np.arange(s.n), "query_bucket": round_buckets[0], "key_bucket": round_buckets[1]}
     ui.show_figure(fig, "buckets", data=pd.DataFrame(table), key="buckets")
@@ -263,7 +264,7 @@ def spectrum_section(s: ui.Settings, exact_head: np.ndarray | None, low_rank: np
     budget_rank = sparse_lowrank.budget_rank(s.n, s.d, s.fraction)
     sv, energy, best_error = sparse_lowrank.spectrum(exact_head, budget_rank)
     sv_l = sparse_lowrank.singular_values(low_rank) if low_rank is not None else None
-    fig = figs.spectrum_figure(sv, sv_l, budget_rank, [ui.method_colour(0), ui.method_colour(1)])
+    fig = figs.spectrum_figure(sv, sv_l, budget_rank, [ui.method_colour("exact"), ui.method_colour("performer")])
     table = pd.DataFrame({"index": np.arange(1, len(sv) + 1), "singular_value": sv})
     ui.show_figure(fig, "spectrum", data=table, key="spectrum")
     st.caption(
@@ -295,7 +296,7 @@ def fig4_section(s: ui.Settings) -> None:
         res = fig4_measure(f4.d, f4.m, f4.rounds, f4.buckets, f4.draws, 256, f4.orthogonal, s.seed)
     curves = sparse_lowrank.fig4_curves(res, f4.d, f4.m)
     labels = {name: ui.method_label(name) for name in curves.measured}
-    fig = figs.fig4_figure(curves, labels, [ui.method_colour(i) for i in range(3)])
+    fig = figs.fig4_figure(curves, labels, [ui.method_colour(m) for m in ("performer", "lsh", "scatterbrain")])
     ui.show_figure(fig, "fig4_mse_vs_qk", data=pd.DataFrame(curves.table()), key="fig4")
     st.caption(
         f"Points: mean over {f4.draws} draws and the pairs in each q·k bin (256 pairs, d = {f4.d}), ± one standard "
@@ -330,7 +331,7 @@ def hashing_section(s: ui.Settings) -> None:
         work = 2 * 2 * HASHING_SEEDS * s.heads * s.n**2 * 4  # methods x hashings x seeds, a few passes each
         rows = ui.views.run(view, ui.estimate_seconds(work), title="The hashing comparison")
         labels = {m: ui.method_label(m) for m in ("lsh", "scatterbrain")}
-        fig = figs.hashing_figure(rows, labels, [ui.method_colour(2), ui.method_colour(3)])
+        fig = figs.hashing_figure(rows, labels, [other_colour(0), other_colour(3)])  # hashings: not methods
         table = pd.DataFrame(
             [
                 {
