@@ -109,7 +109,9 @@ def test_correction_lesson_side_by_side_step_is_won_by_scatterbrain() -> None:
     assert compare.winner(errors) == "scatterbrain", errors
 
 
-@pytest.mark.parametrize("index", [0, 1, 2])
+# Steps 2 and 3 show the correction; step 1 shows where the support lives, at τ = 0.2 where Ω holds the large entries
+# (its claim in assets/lessons/correction.toml, checked by tests/test_step_claims.py).
+@pytest.mark.parametrize("index", [1, 2])
 def test_correction_lesson_steps_on_sparse_plus_low_rank_are_where_the_correction_matters(index: int) -> None:
     from core import budget_params, sparse_lowrank
 

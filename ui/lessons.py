@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ui import page_registry
+from ui.step_claims import Claim, ClaimError, parse_claims
 
 LESSON_DIR = Path(__file__).resolve().parent.parent / "assets" / "lessons"
 GUIDE_KEY = "guide"
@@ -40,6 +41,9 @@ class Step:
     page: str  # URL path of the page: "" for Home, else e.g. "Compare"
     params: tuple[tuple[str, str], ...]  # URL pairs in order; a list value gives repeated keys
     hide: tuple[str, ...]
+    # What the step's view shows, checked against the page's own numbers (ui/step_claims.py); or why it cannot be.
+    claims: tuple[Claim, ...] = ()
+    no_claim: str = ""
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,11 @@ def parse_lesson(lesson_id: str, raw: dict[str, Any]) -> Lesson:
         hide = item.get("hide", [])
         if not isinstance(hide, list) or not all(isinstance(h, str) and _PARAM.fullmatch(h) for h in hide):
             raise LessonError(f"{at}: 'hide' must be a list of control names")
+        try:
+            claims = parse_claims(item.get("claims"), at)
+        except ClaimError as exc:
+            raise LessonError(str(exc)) from exc
+        no_claim = " ".join(str(item.get("no_claim", "")).split())
         steps.append(
             Step(
                 title=_text(item, "title", at, 120),
@@ -119,6 +128,8 @@ def parse_lesson(lesson_id: str, raw: dict[str, Any]) -> Lesson:
                 page=page,
                 params=_params(item.get("params"), at),
                 hide=tuple(hide),
+                claims=claims,
+                no_claim=no_claim,
             )
         )
     order = raw.get("order")

@@ -17,6 +17,9 @@ class Preset:
     text: str
     # The registry family that must have the lowest error among the link's methods (None: nothing to pin).
     winner_family: str | None = None
+    # What the view shows, checked against the page's own tiles (ui/step_claims.py: "lsh < performer"); or why not.
+    claims: tuple[str, ...] = ()
+    no_claim: str = ""
 
     def params(self) -> dict[str, list[str]]:
         return urllib.parse.parse_qs(self.query)
@@ -31,6 +34,7 @@ PRESETS = [
         f"tau=0.05&{METHODS}",
         "Rows are peaked on the few keys of the same cluster. LSH finds them; random features smear them out.",
         "sparse",
+        claims=("lsh < performer",),
     ),
     Preset(
         "High temperature: low rank wins",
@@ -38,6 +42,7 @@ PRESETS = [
         f"tau=1&{METHODS}",
         "Rows are nearly flat. A few random features describe them well; a sparse pattern misses most of the mass.",
         "low-rank",
+        claims=("performer < lsh",),
     ),
     Preset(
         "The middle: sparse + low rank wins",
@@ -46,6 +51,7 @@ PRESETS = [
         "Rows have a peak inside the cluster and a broad background. Scatterbrain keeps the peak exactly and "
         "estimates the background, beating both parts alone.",
         "sparse+low-rank",
+        claims=("scatterbrain < lsh", "scatterbrain < performer"),
     ),
     Preset(
         "A real MiniLM head",
@@ -53,6 +59,7 @@ PRESETS = [
         f"input=real&layer=2&head=3&{METHODS}&methods=nystrom",
         "The pretrained all-MiniLM-L6-v2 model on a paragraph of text, at the model's own temperature τ = 1 "
         "and a 1/2 budget (the text is short, so smaller budgets leave each method only a few features).",
+        no_claim="It says which input and budget the view uses, not who wins: it claims no number.",
     ),
     Preset(
         "Under a decoder's causal mask",
@@ -61,24 +68,28 @@ PRESETS = [
         "Query i sees only keys j ≤ i. Each method runs its own causal form: LSH masks inside its chunks and so keeps "
         "about half its keys, and its error rises; Scatterbrain's prefix-sum low-rank part still covers the past keys "
         "its buckets miss. Nyström refuses: its landmarks mix past and future.",
+        claims=("scatterbrain < lsh",),
     ),
     Preset(
         "Scatterbrain's split, step by step",
         "Sparse_plus_low_rank",
-        "tau=0.2",
+        "tau=2",  # where the correction matters (at 0.2 the naive sum is within 2 % of Scatterbrain)
         "The hash buckets, the sparse correction, the low-rank part, and why adding them naively double-counts.",
+        claims=("Naive sum on Ω before normalising > 1.5", "Naive-sum error > 1.5 × Scatterbrain error"),
     ),
     Preset(
         "Error vs entropy sweep",
         "Error_vs_entropy",
         "",
         "Sweep the temperature and watch the sparse and low-rank curves cross (the paper's Fig. 1).",
+        claims=("scatterbrain < lsh", "scatterbrain < performer"),
     ),
     Preset(
         "Who wins where: the (β, σ) map",
         "Regime_map",
         "",
         "The winner over inverse temperature and cluster spread, with Theorem 1's regimes.",
+        claims=("cells won by sparse > 0", "cells won by low rank > 0", "cells won by sparse + low rank > 0"),
     ),
 ]
 
