@@ -20,7 +20,7 @@ from core import data, metrics, sweeps  # noqa: E402
 from core.approximation import Approximation, AttentionInputs, Cost, approximate
 from core.budget import budget_params
 from core.device import resolve_device
-from core.errors import ParameterError
+from core.errors import ParameterError, Refusal
 from core.registry import MethodSpec, ParamSpec, methods
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "MethodSpec",
     "ParamSpec",
     "ParameterError",
+    "Refusal",
     "approximate",
     "budget_params",
     "data",

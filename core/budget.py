@@ -31,7 +31,10 @@ def budget_params(method: str, n: int, d: int, fraction: float) -> dict[str, Any
         return {}
     params = spec.budget(n, d, float(fraction))
     # Budgets are clipped into each parameter's allowed range for this n and d.
-    return spec.validate({k: _clip(spec.param(k), v, n, d) for k, v in params.items()}, n, d)
+    sized = spec.validate({k: _clip(spec.param(k), v, n, d) for k, v in params.items()}, n, d)
+    # A budget sets sizes, never the mode: without the causal switch in it,
+    # approximate(..., causal=True, **budget_params(...)) combines the two without a clash of keyword arguments.
+    return {k: v for k, v in sized.items() if k != registry.CAUSAL}
 
 
 def _clip(param: registry.ParamSpec, value: Any, n: int, d: int) -> Any:

@@ -11,6 +11,15 @@ class ParameterError(ValueError):
         super().__init__(f"{name}: {message}")
 
 
+class Refusal(ParameterError):
+    """A method refusing a mode it has no form for (causal=True on Nystrom): the message is a sentence in words, for
+    a class to read as it is ("Nystrom cannot run under the causal mask: ..."); ``parameter`` still names the knob."""
+
+    def __init__(self, name: str, sentence: str) -> None:
+        self.parameter = name
+        ValueError.__init__(self, sentence)
+
+
 class ConfigError(ParameterError):
     """An ``ATTN_EXPLORER_*`` environment variable (``core.config``) holds a value outside its allowed range.
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from core.errors import ParameterError
+from core.errors import ParameterError, Refusal
 
 if TYPE_CHECKING:
     from core.approximation import Approximation, AttentionInputs, Cost
@@ -396,7 +396,7 @@ class MethodSpec:
         value = CAUSAL_PARAM.validate(params[CAUSAL], 0, 0, self.name)
         if value:
             reason = self.no_causal_reason or f"{self.label} has no causal form here"
-            raise ParameterError(f"{self.name}.{CAUSAL}", f"causal=True is not available: {reason}")
+            raise Refusal(f"{self.name}.{CAUSAL}", f"{self.label} cannot run under the causal mask: {reason}.")
         return {name: given for name, given in params.items() if name != CAUSAL}
 
 

@@ -442,3 +442,20 @@ def test_causal_paths_peak_below_an_eighth_of_n_squared() -> None:
     for method, one in measured.items():
         assert one["growth"] < limit, (method, one)
         assert one["cost_memory"] < MEMORY_N * MEMORY_N / 8, (method, one)
+
+
+def test_a_mode_switch_and_the_budgets_knobs_combine_in_one_call() -> None:
+    # The README's engine call with the causal switch added (#42: it raised "got multiple values for 'causal'").
+    import core
+
+    n, d = 64, 16
+    q, k, v = (torch.randn(n, d, generator=torch.Generator().manual_seed(i)) for i in range(3))
+    for name in core.registry.causal_methods():
+        out = core.approximate(name, q, k, v, causal=True, **core.budget_params(name, n, d, 1 / 8))
+        assert out.params["causal"] is True, name
+    # A method without a causal form refuses in words, naming itself and why, not in code.
+    with pytest.raises(core.Refusal) as refused:
+        core.approximate("nystrom", q, k, v, causal=True, **core.budget_params("nystrom", n, d, 1 / 8))
+    message = str(refused.value)
+    assert message.startswith("Nystrom cannot run under the causal mask: ") and "causal=True" not in message
+    assert refused.value.parameter == "nystrom.causal"
