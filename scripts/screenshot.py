@@ -1,6 +1,10 @@
 """Start the app on a free port, open each given URL path in headless Chromium and save a PNG per path.
 
     .venv/bin/python scripts/screenshot.py / /Compare --out artifacts/screenshots
+    .venv/bin/python scripts/screenshot.py --lessons   # every lesson step in presenter view, 1280 x 720
+
+``--lessons`` writes ``assets/screenshots/lessons/<lesson>_<step>.png`` (the committed copies): each step opened from
+its own link with ``present=1``, the first screen of a projector.
 
 Each path is opened after the previous one on the same server; file names come from the path ("/" -> home.png).
 """
@@ -16,6 +20,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
 from tests.browser.helpers import CHROMIUM, CHROMIUM_ARGS, streamlit_server, wait_for_app  # noqa: E402
+
+LESSON_SHOTS = REPO_ROOT / "assets" / "screenshots" / "lessons"
 
 
 def file_name(path: str) -> str:
@@ -36,7 +42,19 @@ def main() -> int:
         help="CSS selector of an element to scroll into view before the capture (e.g. '.js-plotly-plot')",
     )
     parser.add_argument("--name", action="append", default=[], help="file name for each path, in order")
+    parser.add_argument("--lessons", action="store_true", help="every lesson step in presenter view at 1280 x 720")
     args = parser.parse_args()
+    if args.lessons:
+        from ui import lessons
+
+        args.out = args.out if args.out != REPO_ROOT / "artifacts" / "screenshots" else LESSON_SHOTS
+        args.width, args.height = 1280, 720
+        args.scroll_to = None
+        args.name, args.paths = [], []
+        for lesson in lessons.lessons().values():
+            for index in range(len(lesson.steps)):
+                args.paths.append("/" + lesson.step_url(index).removeprefix("./") + "&present=1")
+                args.name.append(f"{lesson.id}_{index + 1}.png")
 
     from playwright.sync_api import sync_playwright
 
@@ -47,6 +65,7 @@ def main() -> int:
         for index, path in enumerate(args.paths):
             page.goto(server.url + "/" + path.lstrip("/"))
             wait_for_app(page)
+            page.wait_for_timeout(1500)  # charts that mount and size after the run
             if args.scroll_to:
                 page.wait_for_selector(args.scroll_to, state="attached", timeout=60_000)
                 page.locator(args.scroll_to).first.scroll_into_view_if_needed()

@@ -10,6 +10,7 @@ red-blue diverging map for signed errors. Every chart is passed its colorscale e
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -354,4 +355,18 @@ def presenter_figure(fig: go.Figure, size: int = PRESENTER_FONT) -> go.Figure:
     big.update_traces(colorbar_tickfont_size=round(size * 0.9), selector={"type": "heatmap"})
     if big.layout.height is not None:
         big.update_layout(height=round(big.layout.height * 1.25))
+    legend = [t for t in big.data if t.showlegend is not False and t.name]
+    if legend and not narrow and not big.frames:
+        # The legend above the plot, under the title: a projector's first screen shows the top of a tall chart, and a
+        # legend below it (where most charts keep it) is off screen, so the class cannot tell the curves apart.
+        # Rows the legend wraps onto in a ~1100 px wide chart: about 0.55 em per character and 3 em per entry's line.
+        width = sum((len(str(t.name)) * 0.5 + 3) * size for t in legend)
+        rows = max(1, math.ceil(width / 1150))
+        subplot_titles = 1.4 * size if big.layout.annotations else 0.0
+        big.update_layout(
+            legend={"orientation": "h", "x": 0, "xanchor": "left", "y": 1.0, "yanchor": "bottom"},
+            margin={"t": round(size * 3.2 + rows * size * 1.9 + subplot_titles)},
+        )
+        if big.layout.annotations:  # subplot titles sit just over their plots, under the legend
+            big.update_layout(legend_y=1.0 + subplot_titles / max(1, (big.layout.height or 450)))
     return big
