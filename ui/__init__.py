@@ -91,6 +91,7 @@ from __future__ import annotations
 
 import contextlib
 import html
+import re
 import urllib.parse
 from collections.abc import Iterator
 from typing import Any
@@ -224,9 +225,9 @@ html {font-size: 21px;}
   {display: none !important;}
 [data-testid="stMetricValue"] {font-size: 2.4rem;}
 [data-testid="stMainBlockContainer"] {padding-top: 3.9rem; max-width: 100%;}
-:has(> .st-key-ae_present_top) {order: -2;}
+:has(> .st-key-ae_present_top) {order: -3;}
 .st-key-ae_present_top h1 {padding: 0; font-size: 2.2rem;}
-:has(> .st-key-ae_lesson) {order: -2;}
+:has(> .st-key-ae_lesson) {order: -3;}
 .st-key-ae_lesson {gap: 0.15rem; padding: 0.45rem 0.8rem !important;}
 .st-key-ae_lesson h3 {font-size: 1.15rem; padding: 0; line-height: 1.4;}
 .st-key-ae_lesson [data-testid="stMarkdownContainer"], .st-key-ae_lesson [data-testid="stHeading"],
@@ -271,6 +272,12 @@ def page(title: str, icon: str = ":material/insights:", url_path: str | None = N
     st.html(PAGE_CSS)
     if page_lifecycle.presenter_mode():
         st.html(PRESENTER_CSS)
+        focus = url_params.plain_param(url_params.FOCUS_KEY) or ""
+        if re.fullmatch(r"[A-Za-z0-9_]{1,40}", focus):  # ?focus=split: that figure first (before the first chart)
+            st.html(
+                '<style>[data-testid="stMain"] [data-testid="stVerticalBlock"]:not([data-testid="stColumn"] *)'
+                f" > :is(.st-key-chart_{focus}, :has(.st-key-chart_{focus})) {{order: -2;}}</style>"
+            )
         kept = [(k, v) for k, values in url_params.raw_params().items() if k != url_params.PRESENT_KEY for v in values]
         top = st.container(horizontal=True, vertical_alignment="center", key="ae_present_top")
         top.title(title)

@@ -41,6 +41,7 @@ class Step:
     page: str  # URL path of the page: "" for Home, else e.g. "Compare"
     params: tuple[tuple[str, str], ...]  # URL pairs in order; a list value gives repeated keys
     hide: tuple[str, ...]
+    focus: str = ""  # the show_figure key of the step's main picture, shown first in presenter view ("" = first chart)
     # What the step's view shows, checked against the page's own numbers (ui/step_claims.py); or why it cannot be.
     claims: tuple[Claim, ...] = ()
     no_claim: str = ""
@@ -61,6 +62,8 @@ class Lesson:
         pairs = list(step.params)
         if step.hide:
             pairs += [("lesson", "1"), ("hide", ",".join(step.hide))]
+        if step.focus:
+            pairs.append(("focus", step.focus))
         pairs += [(GUIDE_KEY, self.id), (STEP_KEY, str(index + 1))]
         return urllib.parse.urlencode(pairs, safe=",/")
 
@@ -86,7 +89,7 @@ def _params(raw: Any, where: str) -> tuple[tuple[str, str], ...]:
         raise LessonError(f"{where}: 'params' must be a table of URL parameters")
     pairs: list[tuple[str, str]] = []
     for key, value in raw.items():
-        if not _PARAM.fullmatch(key) or key in (GUIDE_KEY, STEP_KEY, "lesson", "hide"):
+        if not _PARAM.fullmatch(key) or key in (GUIDE_KEY, STEP_KEY, "lesson", "hide", "focus"):
             raise LessonError(f"{where}: parameter name '{key}' is not allowed (letters, digits and _ only)")
         values = value if isinstance(value, list) else [value]
         for item in values:
@@ -121,6 +124,9 @@ def parse_lesson(lesson_id: str, raw: dict[str, Any]) -> Lesson:
         except ClaimError as exc:
             raise LessonError(str(exc)) from exc
         no_claim = " ".join(str(item.get("no_claim", "")).split())
+        focus = item.get("focus", "")
+        if not isinstance(focus, str) or (focus and not _PARAM.fullmatch(focus)):
+            raise LessonError(f"{at}: 'focus' must be a figure's key (letters, digits and _)")
         steps.append(
             Step(
                 title=_text(item, "title", at, 120),
@@ -130,6 +136,7 @@ def parse_lesson(lesson_id: str, raw: dict[str, Any]) -> Lesson:
                 hide=tuple(hide),
                 claims=claims,
                 no_claim=no_claim,
+                focus=focus,
             )
         )
     order = raw.get("order")

@@ -22,8 +22,9 @@ HIDE_KEY = "hide"
 GUIDE_KEY = "guide"  # a guided lesson's id (ui/lessons.py)
 STEP_KEY = "step"  # its 1-based step
 PRESENT_KEY = "present"  # presenter view (large fonts, no sidebar)
+FOCUS_KEY = "focus"  # the figure (its show_figure key) a presenter view shows first, e.g. a lesson step's picture
 # Plain keys whose raw values the share link carries as they are (when they are short and plain).
-CARRIED_KEYS = (GUIDE_KEY, STEP_KEY, PRESENT_KEY)
+CARRIED_KEYS = (GUIDE_KEY, STEP_KEY, PRESENT_KEY, FOCUS_KEY)
 PLAIN_KEYS = (LESSON_KEY, HIDE_KEY, *CARRIED_KEYS)
 # Values in notices are cut to this many characters (hostile URLs can be long).
 NOTICE_VALUE_CHARS = 40

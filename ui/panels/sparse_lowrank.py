@@ -117,11 +117,12 @@ def _bucket_chart(s: ui.Settings, round_buckets: np.ndarray, which: int) -> None
 
 # ------------------------------------------------------------------ 2. the split
 SPLIT_VIEWS = (  # (part, title, heatmap kind), drawn in two rows of three
-    ("sparse", "Sparse correction S", "error"),
-    ("low_rank", "Low-rank part L", "attention"),
-    ("attention", "S + L (Scatterbrain)", "attention"),
+    # The point first: exact, the naive sum beside it, and Scatterbrain's corrected sum; then its two parts.
     ("exact", "Exact", "attention"),
     ("naive_sum", "Naive sum (double counts)", "attention"),
+    ("attention", "S + L (Scatterbrain)", "attention"),
+    ("sparse", "Sparse correction S", "error"),
+    ("low_rank", "Low-rank part L", "attention"),
     ("naive_minus", "Naive sum − Scatterbrain", "error"),
 )
 
@@ -142,18 +143,28 @@ def split_section(
     matrices = {"exact": exact_map, "naive_minus": parts["naive_sum"] - parts["attention"]}
     cells: list[ui.GridCell | None] = []
     exports: dict[str, dict[str, Any]] = {}
+    shown = {
+        name: view.shown(matrices[name] if name in matrices else parts[name], "absmax" if kind == "error" else "max")
+        for name, _, kind in SPLIT_VIEWS
+    }
+    # One colour range for every attention map (exact's, the naive sum's, S + L's, L's): the naive sum's double weight
+    # on Ω shows as brighter squares, which maps each on its own range would hide.
+    top = max(ui.attention_top(shown[name][0], log_colour) for name, _, kind in SPLIT_VIEWS if kind == "attention")
     for name, title, kind in SPLIT_VIEWS:
         matrix = matrices[name] if name in matrices else parts[name]
         log = log_colour and kind == "attention"
-        drawn, drawn_factor = view.shown(matrix, "absmax" if kind == "error" else "max")
-        cells.append(ui.GridCell(title, drawn, kind=kind, log=log, factor=drawn_factor, name=title, x_title=True))
+        drawn, drawn_factor = shown[name]
+        zmax = top if kind == "attention" else None
+        cells.append(
+            ui.GridCell(title, drawn, kind=kind, log=log, factor=drawn_factor, name=title, x_title=True, zmax=zmax)
+        )
         exports[title] = {
             "png": lambda m=matrix, k=kind, lg=log: ui.png_bytes(m, k, log=lg),
             "png_label": "PNG (full resolution)",
             "data": {name: matrix},
         }
     # One figure of six maps (two rows of three) instead of six charts: the browser draws it in one pass.
-    fig = ui.heatmap_grid([cells[:3], cells[3:]], columns=3)
+    fig = ui.heatmap_grid([cells[:3], cells[3:]], columns=3, map_px=200 if ui.presenter_mode() else None)
     ui.show_figure(
         fig,
         "split",
