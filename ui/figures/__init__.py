@@ -359,13 +359,15 @@ def presenter_figure(fig: go.Figure, size: int = PRESENTER_FONT) -> go.Figure:
     if legend and not narrow and not big.frames:
         # The legend above the plot, under the title: a projector's first screen shows the top of a tall chart, and a
         # legend below it (where most charts keep it) is off screen, so the class cannot tell the curves apart.
-        # Rows the legend wraps onto in a ~1100 px wide chart: about 0.55 em per character and 3 em per entry's line.
-        width = sum((len(str(t.name)) * 0.5 + 3) * size for t in legend)
-        rows = max(1, math.ceil(width / 1150))
+        # Rows the legend wraps onto in a ~1150 px wide chart: a wrapped horizontal legend aligns its entries in columns
+        # as wide as the longest (about 0.5 em per character and 3 em for the line sample).
+        widest = max((len(str(t.name)) * 0.5 + 3) * size for t in legend)
+        rows = math.ceil(len(legend) / max(1, int(1150 // widest)))
         subplot_titles = 1.4 * size if big.layout.annotations else 0.0
         big.update_layout(
             legend={"orientation": "h", "x": 0, "xanchor": "left", "y": 1.0, "yanchor": "bottom"},
             margin={"t": round(size * 3.2 + rows * size * 1.9 + subplot_titles)},
+            title={"y": 1.0, "yref": "container", "yanchor": "top", "pad": {"t": round(size * 0.6)}},  # over the legend
         )
         if big.layout.annotations:  # subplot titles sit just over their plots, under the legend
             big.update_layout(legend_y=1.0 + subplot_titles / max(1, (big.layout.height or 450)))
