@@ -58,8 +58,9 @@ def round_shown(rounds: int) -> int:
     return ui.int_slider("Round shown", "round", 1, max(1, rounds), 1) if rounds > 1 else 1
 
 
-def rpca_toggle() -> bool:
-    return ui.toggle("Compute the RPCA oracle (slow: tens of seconds at n = 512 on a CPU)", "rpca", False)
+def rpca_toggle(cost: str) -> bool:
+    """The RPCA switch; ``cost`` (``rpca_cost``): what it costs at this n on this server, by the check's estimate."""
+    return ui.toggle("Compute the RPCA oracle (slow)", "rpca", False, help=cost)
 
 
 def fig4_controls() -> Fig4Controls:

@@ -216,6 +216,18 @@ def _verdict(summary: sparse_lowrank.CorrectionSummary) -> None:
 
 
 # ------------------------------------------------------------------ 3. RPCA oracle
+def rpca_cost(n: int, iterations: int) -> str:
+    """What the RPCA oracle costs at ``n`` by the server's own estimate, and whether it runs here."""
+    seconds = limits.rpca_estimate(n, 1, iterations).seconds
+    estimate = lambda size: limits.rpca_estimate(size, 1, iterations)  # noqa: E731
+    fitting = limits.largest_fitting(limits.sizes_up_to(n), estimate)
+    allowed = f"this server allows {limits.job_seconds():g} s per computation"
+    if estimate(n).fits():
+        return f"RPCA at n = {n}: about {seconds:,.0f} s ({iterations} SVDs of an n × n matrix); {allowed}."
+    largest = f"n ≤ {fitting}" if fitting is not None else "no n"
+    return f"RPCA at n = {n}: about {seconds:,.0f} s, over the limit ({allowed}): it runs here for {largest}."
+
+
 def rpca_section(s: ui.Settings, exact_head: np.ndarray | None, log_colour: bool) -> None:
     st.header("3. The oracle: robust PCA's best split")
     ui.explain(
@@ -224,10 +236,12 @@ def rpca_section(s: ui.Settings, exact_head: np.ndarray | None, log_colour: bool
         "good any sparse + low-rank method could be at this budget.",
         r"\min_{S,L}\ \lVert L\rVert_* + \lambda \lVert S\rVert_1\quad\text{s.t.}\quad S + L \approx A",
     )
-    if not controls.rpca_toggle():
-        return
     rpca_params = core.budget_params("rpca", s.n, s.d, s.fraction) if "rpca" in ui.registered_methods() else {}
     rpca_steps = int(rpca_params.get("iterations", 500))
+    cost = rpca_cost(s.n, rpca_steps)
+    st.caption(cost)  # the truth before the switch: what it costs here, and the largest n this server runs it at
+    if not controls.rpca_toggle(cost):
+        return
     if "rpca" not in ui.registered_methods():
         st.info("The RPCA oracle is not available in this engine yet.")
     elif ui.within_limits(
