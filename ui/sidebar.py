@@ -629,6 +629,10 @@ def _heads_uploaded(page: str, key: str) -> None:
     store[_UPLOADER_COUNT] = store.get(_UPLOADER_COUNT, 0) + 1
     st.session_state["input"] = "upload"
     st.session_state["upload"] = upload.sha256
+    # The address bar too: from an input without the upload field, the sha would otherwise reach it only once the field
+    # is drawn and changed, and a link copied from the bar said "Upload a file" (#42).
+    url_params.replace_url_value("input", "upload")
+    url_params.replace_url_value("upload", upload.sha256)
     for key in ("heads", "head"):  # the new file's own head count is the default
         st.session_state.pop(key, None)
 

@@ -61,3 +61,23 @@ def test_an_uploaded_file_reproduces_on_another_server_sharing_the_cache(page: P
         page.goto(link.replace(first.url, second.url, 1))
         wait_for_app(page)
         assert shown_metrics(page) == before
+
+
+def test_an_upload_from_compares_own_input_puts_its_sha_in_the_address_bar(page: Page, tmp_path: Path) -> None:
+    # #42: from Compare on its default input, the address bar kept only "input=upload", and a student given that link
+    # saw "Upload a file".
+    data = heads_file()
+    sha = hashlib.sha256(data).hexdigest()
+    env = {**os.environ, "ATTN_EXPLORER_CACHE_DIR": str(tmp_path / "shared-cache")}
+    with app_server(REPO_ROOT, env=env) as server:
+        page.goto(f"{server.url}/Compare?methods=performer")
+        wait_for_app(page)
+        page.get_by_text("Bring your own heads (upload a file)").click()
+        uploader = page.locator("[data-testid='stFileUploader']").filter(has_text="Your heads")
+        uploader.locator("input[type='file']").set_input_files(
+            {"name": "heads.safetensors", "mimeType": "application/octet-stream", "buffer": data}
+        )
+        wait_for_app(page)
+        expect(page.get_by_text("Uploaded q, k, v: 4 head(s), n = 512, d = 128")).to_be_visible(timeout=60_000)
+        page.wait_for_function("(sha) => window.location.href.includes('upload=' + sha)", arg=sha, timeout=30_000)
+        assert "input=upload" in page.url, page.url
