@@ -244,8 +244,9 @@ html {font-size: 21px;}
 
 
 # Every page: Streamlit's own page list hidden (the shared sidebar draws links that keep the settings), metric
-# labels wrapped instead of cut ("LSH sparse (Reformer/SMYRF)" ended in "…" on a 1280 px screen), and a
-# multiselect's chips wrapped onto more lines instead of scrolled out of a narrow field ("nystro…").
+# labels wrapped instead of cut ("LSH sparse (Reformer/SMYRF)" ended in "…" on a 1280 px screen), a
+# multiselect's chips wrapped onto more lines instead of scrolled out of a narrow field ("nystro…"), and an uploader's
+# limits line wrapped ("64MB per file • SAFETENSORS, N…" in the sidebar's expander).
 PAGE_CSS = """<style>
 [data-testid='stSidebarNav'], [data-testid='stSidebarNavSeparator'] {display: none;}
 [data-testid='stMetricLabel'], [data-testid='stMetricLabel'] * {white-space: normal !important;
@@ -253,6 +254,8 @@ PAGE_CSS = """<style>
 [data-testid='stMultiSelectTagsContainer'] {flex-wrap: wrap !important; overflow: visible !important;
   height: auto !important;}
 div:has(> [data-testid='stMultiSelectTagsContainer']) {height: auto !important; max-height: none !important;}
+[data-testid='stFileUploaderDropzoneInstructions'] * {white-space: normal !important; overflow: visible !important;
+  text-overflow: clip !important;}
 </style>"""
 
 

@@ -81,3 +81,17 @@ def test_an_upload_from_compares_own_input_puts_its_sha_in_the_address_bar(page:
         expect(page.get_by_text("Uploaded q, k, v: 4 head(s), n = 512, d = 128")).to_be_visible(timeout=60_000)
         page.wait_for_function("(sha) => window.location.href.includes('upload=' + sha)", arg=sha, timeout=30_000)
         assert "input=upload" in page.url, page.url
+
+
+CUT_TEXT = """() => [...document.querySelectorAll("[data-testid='stFileUploaderDropzoneInstructions'] *")]
+  .filter((e) => e.scrollWidth > e.clientWidth + 1).map((e) => e.innerText)"""
+
+
+def test_the_uploaders_limits_line_is_not_cut(page: Page, app_server: str) -> None:
+    # #42: in the sidebar's "Bring your own heads" expander at 1400 x 1000 it read "64MB per file • SAFETENSORS, N…".
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    page.goto(f"{app_server}/Compare")
+    wait_for_app(page)
+    page.get_by_text("Bring your own heads (upload a file)").click()
+    expect(page.get_by_text("SAFETENSORS, NPZ", exact=False)).to_be_visible()
+    assert page.evaluate(CUT_TEXT) == []
