@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import core
-from ui import compute, views
+from ui import compute, share_box, views
 from ui.presets import PRESETS
 
 PRESET = next(p for p in PRESETS if "causal" in p.query)
@@ -86,3 +86,15 @@ def test_a_page_that_does_not_apply_the_mask_says_so_and_draws_no_toggle(open_pa
     assert not [t for t in at.toggle if t.key == "causal"]
     shown = " ".join(str(m.value) for m in [*at.warning, *at.markdown])
     assert "this page computes without it" in shown and "unknown URL parameter" not in shown
+
+
+@pytest.mark.parametrize(("causal", "sorted_by_cluster"), [("true", False), ("false", True)])
+def test_a_causal_view_opens_in_position_order(
+    open_page: Callable[..., AppTest], causal: str, sorted_by_cluster: bool
+) -> None:
+    # #42: in cluster order the causal triangle scattered into a mesh; in position order it is the lower triangle.
+    at = open_page("pages/1_Compare.py", n="64", heads="1", causal=causal, methods=["performer"])
+    assert not at.exception, at.exception
+    assert at.toggle(key="sort_clusters").value is sorted_by_cluster
+    link = share_box.links_in(at)[-1]
+    assert "sort_clusters" not in link, link  # the default for this view: the link need not say it

@@ -307,6 +307,15 @@ def navigation(where: Any) -> None:
     where.divider()
 
 
+def _causal_asked(page: page_lifecycle.PageState) -> bool:
+    """Whether this run computes under the causal mask, read before its toggle is drawn: a causal view defaults to
+    position order, where the mask is the triangle below the diagonal (in cluster order it scatters into a mesh)."""
+    if "causal" in st.session_state:
+        return bool(st.session_state["causal"])
+    raw = page.raw.get("causal") or url_params.raw_params().get("causal")
+    return bool(raw) and str(raw[-1]).strip().lower() in registry.TRUE_TEXTS
+
+
 def _follow_source_switch(page: page_lifecycle.PageState, source: str, base: dict[str, Any], show_budget: bool) -> None:
     """When the user switches to or from the real model, put τ and the budget at the new input's defaults.
 
@@ -469,7 +478,7 @@ def sidebar(
             sort_clusters = widgets.toggle(
                 "Order positions by cluster",
                 "sort_clusters",
-                bool(base["sort_clusters"]),
+                bool(base["sort_clusters"]) and not (causal and _causal_asked(page)),
                 where=bar,
                 help="Display only: draw heatmaps with positions sorted by cluster, so clusters show as blocks. "
                 "Cluster members sit at random positions, and every method computes on those real positions. "
