@@ -126,6 +126,17 @@ class AveragedRegimeMap:
         """Cells won by each role (every role listed, zero when it wins nowhere)."""
         return {role: int((self.winner == k).sum()) for k, role in enumerate(self.roles)}
 
+    def clear_win_counts(self) -> dict[str, int]:
+        """Cells each role wins by more than the seeds' noise (``SeedStatistics.within_noise``): a headline number
+        never rests on a cell another draw could flip."""
+        clear = ~self.stats.within_noise
+        return {role: int(((self.winner == k) & clear).sum()) for k, role in enumerate(self.roles)}
+
+    def best_clear_gain(self) -> float | None:
+        """The largest gain of sparse + low rank over the cells whose winner is outside the noise (None: none is)."""
+        clear = ~self.stats.within_noise
+        return float(np.max(self.gain[clear])) if clear.any() else None
+
     def rows(self) -> list[dict[str, Any]]:
         """One row per cell (for tables and CSV)."""
         out = []

@@ -7,7 +7,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -66,11 +65,22 @@ def draw_maps(res: regime.AveragedRegimeMap, view: figs.MapView, table: pd.DataF
 
 def draw_summary(res: regime.AveragedRegimeMap, seeds: int, first_seed: int) -> None:
     """Cells won per role, the best gain and how many winners are within the seeds' noise."""
-    counts = {figs.ROLE_NAMES[role]: count for role, count in res.win_counts().items()}
+    # Headline numbers from the cells outside the seeds' noise only (a faded × cell could flip with another draw).
+    counts = {figs.ROLE_NAMES[role]: count for role, count in res.clear_win_counts().items()}
+    every = {figs.ROLE_NAMES[role]: count for role, count in res.win_counts().items()}
     m = st.columns(len(counts) + 2)
     for col, (name, count) in zip(m, counts.items(), strict=False):
-        col.metric(f"cells won by {name}", count)
-    m[-2].metric("best gain of S+L", f"{100 * float(np.max(res.gain)):.0f}%")
+        col.metric(
+            f"cells won by {name}",
+            count,
+            help=f"Won by more than the seeds' noise; {every[name] - count} more cell(s) within it.",
+        )
+    gain = res.best_clear_gain()
+    m[-2].metric(
+        "best gain of S+L",
+        "–" if gain is None else f"{100 * gain:.0f}%",
+        help="Over the cells whose winner is outside the seeds' noise.",
+    )
     m[-1].metric(
         "winner within noise",
         f"{int(res.stats.within_noise.sum())} / {res.winner.size}",  # "19 of 40 cells" was cut off at 1400 px
