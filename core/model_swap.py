@@ -356,3 +356,64 @@ def retrieval_estimate(
                 total = total + limits.Estimate(0.0, one.seconds)
                 peak = max(peak, one.bytes)
     return limits.Estimate(peak, total.seconds)
+
+
+# ------------------------------------------------------------------ what the numbers say
+
+
+def _mean(values: Sequence[float]) -> float:
+    kept = [v for v in values if v == v]
+    return float(np.mean(kept)) if kept else float("nan")
+
+
+def verdict(layer_rows: Sequence[dict[str, Any]], retrieval_rows: Sequence[dict[str, Any]], fraction: float) -> str:
+    """One sentence from the numbers at ``fraction``: the method with the smallest and the largest attention-map
+    error on its own (mean over swapped layers and seeds), and what each does to top-1 retrieval against the exact
+    model (mean over seeds). With one method: its own error, the last layer's error and its retrieval drop."""
+    own: dict[str, float] = {}
+    last: dict[str, float] = {}
+    for method in dict.fromkeys(r["method"] for r in layer_rows):
+        mine = [r for r in layer_rows if r["method"] == method]
+        own[method] = _mean([r["own_map_error"] for r in mine if r["swapped"]])
+        last[method] = _mean([r["hidden_error"] for r in mine if r["layer"] == LAYERS - 1])
+    exact = [r["top1"] for r in retrieval_rows if r["method"] == "exact"]
+    drop = {
+        m: 100
+        * (exact[0] - _mean([r["top1"] for r in retrieval_rows if r["method"] == m and r["fraction"] == fraction]))
+        for m in own
+        if exact
+    }
+    if not own or not exact:
+        return "Pick at least one method to compare."
+    budget = _fraction_text(fraction)
+    ordered = sorted((m for m in own if own[m] == own[m]), key=own.__getitem__)
+    if len(ordered) < 2:
+        method = next(iter(own))
+        return (
+            f"At {budget} of the budget, {registry.get(method).label}'s attention map is {own[method]:.0%} off on its "
+            f"own; inside the model the last layer's output is {last[method]:.0%} off, and top-1 retrieval "
+            f"{_points(drop[method])} (exact: {exact[0]:.0%})."
+        )
+    best, worst = ordered[0], ordered[-1]
+    ratio = own[worst] / own[best] if own[best] > 0 else float("inf")
+    same = abs(drop[worst] - drop[best]) < 2.5
+    link = "yet" if same or drop[worst] < drop[best] else "and"
+    return (
+        f"At {budget} of the budget, {registry.get(worst).label}'s attention-map error on its own is {ratio:.1f}× "
+        f"{registry.get(best).label}'s, {link} top-1 retrieval {_points(drop[worst])} for "
+        f"{registry.get(worst).label} and {_points(drop[best])} for {registry.get(best).label} "
+        f"(exact: {exact[0]:.0%})."
+    )
+
+
+def _points(drop: float) -> str:
+    if drop != drop:
+        return "was not measured"
+    if abs(drop) < 0.5:
+        return "stays where it was"
+    return f"drops {drop:.0f} points" if drop > 0 else f"rises {-drop:.0f} points"
+
+
+def _fraction_text(fraction: float) -> str:
+    inverse = 1 / fraction
+    return f"1/{inverse:.0f}" if abs(inverse - round(inverse)) < 1e-9 else f"{fraction:g}"
