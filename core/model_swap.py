@@ -31,7 +31,9 @@ from core import approximation, cancel, data, limits, metrics, registry
 from core.budget import budget_params
 from core.errors import ParameterError
 
-CORPUS_PATH = Path(__file__).resolve().parent.parent / "assets" / "corpus" / "python_reference.txt"
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
+CORPUS_PATH = ASSETS / "corpus" / "python_reference.txt"
+LONG_TEXT_PATH = ASSETS / "long_text.txt"  # written for the project: 493 tokens, so that budgets mean something
 LAYERS = 6  # all-MiniLM-L6-v2
 HEADS = 12
 HEAD_DIM = 32
@@ -65,6 +67,10 @@ def encode(text: str, max_tokens: int = MAX_TOKENS) -> torch.Tensor:
         raise ParameterError("text", "must be a non-empty string")
     encoded = tokenizer()(text, truncation=True, max_length=max_tokens, return_tensors="pt")
     return encoded["input_ids"][0]
+
+
+def long_text() -> str:
+    return LONG_TEXT_PATH.read_text(encoding="utf-8").strip()
 
 
 @functools.lru_cache(maxsize=1)
@@ -317,9 +323,10 @@ def retrieval(
 # One forward pass at n tokens: the model's matrix products (2 flops a multiply-add per weight per token) and
 # 12 heads of exact attention (q k^T, softmax, P V). These are GEMMs, far above the limits' assumed rate: one pass at
 # n = 114 (2.6 GFLOP) took 0.07-0.43 s on one thread of the busy 2-core reference CPU (6-37 GFLOP/s), 0.5-2.4 s on
-# two threads under a load average of 8. Charged at 5 GFLOP/s plus 20 ms of Python per pass.
+# two threads under a load average of 8; 11 GFLOP/s over a whole retrieval run on one thread (benchmarks.model_swap
+# --quick, load average 8). Charged at 10 GFLOP/s plus 20 ms of Python per pass (the job deadline stops the rest).
 MODEL_FLOPS_PER_TOKEN = 2.0 * LAYERS * (4 * HIDDEN * HIDDEN + 2 * HIDDEN * INTERMEDIATE)
-MODEL_FLOPS_PER_SECOND = 5.0e9
+MODEL_FLOPS_PER_SECOND = 1.0e10
 PASS_SECONDS = 0.02
 
 
@@ -398,11 +405,14 @@ def verdict(layer_rows: Sequence[dict[str, Any]], retrieval_rows: Sequence[dict[
     ratio = own[worst] / own[best] if own[best] > 0 else float("inf")
     same = abs(drop[worst] - drop[best]) < 2.5
     link = "yet" if same or drop[worst] < drop[best] else "and"
+    worst_label, best_label = registry.get(worst).label, registry.get(best).label
+    if _points(drop[worst]) == _points(drop[best]):
+        effect = f"top-1 retrieval {_points(drop[worst])} for both"
+    else:
+        effect = f"top-1 retrieval {_points(drop[worst])} for {worst_label} and {_points(drop[best])} for {best_label}"
     return (
-        f"At {budget} of the budget, {registry.get(worst).label}'s attention-map error on its own is {ratio:.1f}× "
-        f"{registry.get(best).label}'s, {link} top-1 retrieval {_points(drop[worst])} for "
-        f"{registry.get(worst).label} and {_points(drop[best])} for {registry.get(best).label} "
-        f"(exact: {exact[0]:.0%})."
+        f"At {budget} of the budget, {worst_label}'s attention-map error on its own is {ratio:.1f}× {best_label}'s, "
+        f"{link} {effect} (exact: {exact[0]:.0%})."
     )
 
 
@@ -417,3 +427,20 @@ def _points(drop: float) -> str:
 def _fraction_text(fraction: float) -> str:
     inverse = 1 / fraction
     return f"1/{inverse:.0f}" if abs(inverse - round(inverse)) < 1e-9 else f"{fraction:g}"
+
+
+def layer_errors_estimate(
+    n: int, methods: Sequence[str], fraction: float, layers: int, heads: int, seeds: int
+) -> limits.Estimate:
+    """``layer_errors``: the exact pass, each planned swap's pass, and each method alone on each swapped layer's
+    heads with its dense map (for the map error). Memory: the largest single step."""
+    exact = forward_estimate("exact", n, 0, heads, fraction)
+    seconds, peak = exact.seconds, exact.bytes
+    for method in methods:
+        runs = seeds if registry.get(method).randomized else 1
+        one = forward_estimate(method, n, layers, heads, fraction)
+        params = budget_params(method, n, HEAD_DIM, fraction)
+        alone = limits.method_estimate(method, n, HEAD_DIM, heads, params, dense=True)
+        seconds += runs * (one.seconds + layers * alone.seconds)
+        peak = max(peak, one.bytes, exact.bytes + alone.bytes)
+    return limits.Estimate(peak, seconds)
