@@ -85,6 +85,7 @@ def main(argv: list[str] | None = None) -> None:
     for method in methods:
         registry.get(method)
     load = os.getloadavg()
+    at_commit = commit(ROOT)  # the engine that runs, even if HEAD moves during the run
     start = time.perf_counter()
     rows = model_swap.retrieval(
         model_swap.corpus()[:passages],
@@ -100,7 +101,7 @@ def main(argv: list[str] | None = None) -> None:
         command += f" --passages {passages} --seeds {seeds} --threads {args.threads}"
     meta = {
         "command": command,
-        "commit": commit(ROOT),
+        "commit": at_commit,
         "device": args.device,
         "threads": args.threads,
         "passages": passages,
