@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from core import limits, model_swap, registry
+from core import limits, model_swap
 from ui.figures import model_swap as swap_figs
 
 BUDGETS = ["1/32", "1/16", "1/8", "1/4", "1/2"]
@@ -102,7 +102,7 @@ layers = tuple(sorted(int(name) - 1 for name in layer_names))
 heads = None if len(head_names) == model_swap.HEADS else tuple(sorted(int(name) - 1 for name in head_names))
 head_count = model_swap.HEADS if heads is None else len(heads)
 labels = {m: ui.method_label(m) for m in methods}
-colours = {m: ui.method_colour(list(registry.methods()).index(m)) for m in methods}
+colours = {m: ui.method_colour(i) for i, m in enumerate(methods)}
 
 if not methods or not fractions or not layers:
     st.info("Pick at least one method, one budget and one layer.")

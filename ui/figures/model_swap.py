@@ -43,7 +43,7 @@ def layer_error_figure(
         rows=1,
         cols=2,
         horizontal_spacing=0.1,
-        subplot_titles=("Each layer's output, inside the model", "Attention: alone vs inside the model"),
+        subplot_titles=("Each layer's output, inside the model", "Attention alone (○ map, □ output) vs inside (■)"),
     )
     for method in dict.fromkeys(frame["method"]) if len(frame) else ():
         mine = frame[frame["method"] == method]
@@ -58,6 +58,7 @@ def layer_error_figure(
                     y=[*hidden["max"], *hidden["min"][::-1]],
                     fill="toself",
                     fillcolor=_band(colour),
+                    mode="lines",
                     line={"width": 0},
                     hoverinfo="skip",
                     showlegend=False,
@@ -114,19 +115,10 @@ def layer_error_figure(
     columns = ["hidden_error", "own_map_error", "own_output_error", "inside_attention_error"]
     values = frame[columns].to_numpy().ravel() if len(frame) else []
     use_decades(fig, "y", values=values)
-    fig.add_annotation(
-        text="dotted ○: map alone · dashed □: output alone · solid ■: output inside",
-        xref="x2 domain",
-        yref="y2 domain",
-        x=0.5,
-        y=-0.22,
-        showarrow=False,
-        font={"size": FONT - 3},
-    )
     fig.update_layout(
         height=HEIGHT,
         font={"size": FONT},
-        margin={"l": 70, "r": 20, "t": 50, "b": 100},
+        margin={"l": 70, "r": 20, "t": 50, "b": 60},
         legend={"orientation": "h", "y": 1.16, "x": 0},
     )
     return fig
