@@ -285,12 +285,14 @@ def retrieval(
     layers: Sequence[int] = tuple(range(LAYERS)),
     heads: Sequence[int] | None = None,
     seeds: int = 1,
+    first_seed: int = 0,
     device: str = "cpu",
     progress: ProgressFn | None = None,
 ) -> list[dict[str, Any]]:
     """One row per (method, fraction, seed), exact first: top-1 / top-5 accuracy, cosine and agreement.
 
-    Deterministic methods run once per fraction (seed 0); randomised ones ``seeds`` times (seeds 0, 1, ...).
+    Deterministic methods run once per fraction (at ``first_seed``); randomised ones ``seeds`` times (seeds
+    first_seed, first_seed + 1, ...).
     """
     if len(passages) < 2:
         raise ParameterError("passages", f"retrieval needs at least 2 passages, got {len(passages)}")
@@ -298,7 +300,7 @@ def retrieval(
     cut = [halves(p) for p in passages]
     firsts, seconds = [a for a, _ in cut], [b for _, b in cut]
     plan = [Swap("exact", layers=())] + [
-        Swap(m, tuple(layers), None if heads is None else tuple(heads), float(f), s)
+        Swap(m, tuple(layers), None if heads is None else tuple(heads), float(f), first_seed + s)
         for m in methods
         for f in fractions
         for s in range(seeds if registry.get(m).randomized else 1)

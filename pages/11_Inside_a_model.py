@@ -27,6 +27,15 @@ PASSAGE_COUNT = len(model_swap.corpus())
 ui.page("Inside a model", icon=":material/model_training:")
 ui.navigation(st.sidebar)
 _, device = ui.device_control(st.sidebar)
+first_seed = ui.int_input(
+    "Seed",
+    "seed",
+    0,
+    2**31 - 1,
+    0,
+    where=st.sidebar,
+    help="The first seed of the randomised methods: they run with this seed and the next ones (see Seeds).",
+)
 ui.explain(
     "A method is usually judged by how far its attention matrix is from softmax, one head at a time. Here it is "
     "put back into the pretrained all-MiniLM-L6-v2 model (6 layers × 12 heads) in place of softmax attention, at "
@@ -123,7 +132,9 @@ def layer_estimate(seed_count: int) -> limits.Estimate:
 
 verdict_rows: list[dict] = []
 if ui.within_limits(lambda: limits.check("seeds", seeds, range(1, seeds + 1), layer_estimate)):
-    view = ui.views.SwapLayerErrors(text, tuple(methods), fractions[0], layers, heads, int(seeds), str(device))
+    view = ui.views.SwapLayerErrors(
+        text, tuple(methods), fractions[0], layers, heads, int(seeds), int(first_seed), str(device)
+    )
     try:
         verdict_rows = ui.views.run(view, layer_estimate(seeds).seconds, title="Running the model with each method")
     except (ValueError, RuntimeError) as exc:
@@ -156,7 +167,9 @@ if ui.within_limits(
         ]
     )
 ):
-    view = ui.views.SwapRetrieval(passages, tuple(methods), tuple(fractions), layers, heads, int(seeds), str(device))
+    view = ui.views.SwapRetrieval(
+        passages, tuple(methods), tuple(fractions), layers, heads, int(seeds), int(first_seed), str(device)
+    )
     try:
         retrieval_rows = ui.views.run(
             view, retrieval_estimate(passages, seeds).seconds, title="Embedding every half with each method"

@@ -882,13 +882,14 @@ class SwapLayerErrors(View):
     layers: tuple[int, ...]
     heads: tuple[int, ...] | None
     seeds: int
+    first_seed: int
     device: str
 
     def compute(self, report: Callable[..., None] | None = None) -> Any:
         from core import model_swap, registry
 
         swaps = [
-            model_swap.Swap(method, self.layers, self.heads, self.fraction, seed)
+            model_swap.Swap(method, self.layers, self.heads, self.fraction, self.first_seed + seed)
             for method in self.methods
             for seed in range(self.seeds if registry.get(method).randomized else 1)
         ]
@@ -908,6 +909,7 @@ class SwapRetrieval(View):
     layers: tuple[int, ...]
     heads: tuple[int, ...] | None
     seeds: int
+    first_seed: int
     device: str
 
     def compute(self, report: Callable[..., None] | None = None) -> Any:
@@ -920,6 +922,7 @@ class SwapRetrieval(View):
             layers=self.layers,
             heads=self.heads,
             seeds=self.seeds,
+            first_seed=self.first_seed,
             device=self.device,
             progress=report,
         )
