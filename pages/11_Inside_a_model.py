@@ -186,8 +186,9 @@ if ui.within_limits(
             data=table,
             caption=f"{passages} passages (n = {min(corpus_tokens) // 2}-{max(corpus_tokens) // 2 + 1} tokens per "
             f"half): each first half ranks all {passages} second halves by cosine; top-1 and top-5 count how often "
-            "its own is first or among the first five. Dashed: the exact model. The table of benchmarks/results/"
-            "model_swap.md runs the same task on 64 passages.",
+            "its own is first or among the first five; the last panel counts how often its nearest is the exact "
+            "model's nearest. Dashed: the exact model. The table of benchmarks/results/model_swap.md runs the same "
+            "task on 64 passages.",
         )
         with ui.on_demand("Numbers behind the charts", "numbers_swap") as open_:
             if open_:

@@ -32,10 +32,22 @@ def layer_rows(method: str, own: float, seeds: int = 1) -> list[dict[str, Any]]:
 
 
 def retrieval_rows(top1: dict[str, float]) -> list[dict[str, Any]]:
-    rows = [{"method": "exact", "fraction": 1.0, "seed": 0, "top1": 0.80, "top5": 1.0, "cosine": 1.0}]
+    rows = [
+        {"method": "exact", "fraction": 1.0, "seed": 0, "top1": 0.80, "top5": 1.0, "cosine": 1.0, "agree_top1": 1.0}
+    ]
     for method, value in top1.items():
         for fraction in (0.125, 0.25):
-            rows.append({"method": method, "fraction": fraction, "seed": 0, "top1": value, "top5": 1.0, "cosine": 0.9})
+            rows.append(
+                {
+                    "method": method,
+                    "fraction": fraction,
+                    "seed": 0,
+                    "top1": value,
+                    "top5": 1.0,
+                    "cosine": 0.9,
+                    "agree_top1": 0.5,
+                }
+            )
     return rows
 
 
@@ -71,10 +83,10 @@ def test_the_layer_figure_draws_a_band_for_seeds_and_each_layer_once() -> None:
     assert fig.layout.yaxis.type == "log" and fig.layout.yaxis2.type == "log"
 
 
-def test_the_retrieval_figure_puts_the_exact_model_in_every_panel() -> None:
+def test_the_retrieval_figure_puts_the_exact_model_in_each_of_its_four_panels() -> None:
     fig = figs.retrieval_figure(retrieval_rows({"performer": 0.5, "nystrom": 0.7}), LABELS, COLOURS)
     exact = [t for t in fig.data if t.legendgroup == "exact"]
-    assert len(exact) == 3 and all(t.line.dash == "dash" for t in exact)
+    assert len(exact) == 4 and all(t.line.dash == "dash" for t in exact)
     performer = [t for t in fig.data if t.name == "Performer"]
-    assert len(performer) == 3 and list(performer[0].x) == [0.125, 0.25]
+    assert len(performer) == 4 and list(performer[0].x) == [0.125, 0.25]
     assert list(fig.layout.xaxis.ticktext) == ["1/8", "1/4"]
