@@ -45,11 +45,13 @@ st.subheader("Guided lessons")
 st.caption(
     "In teaching order. Each lesson walks a class through a few views with Next and Previous; the link keeps the step."
 )
-lesson_cols = st.columns(3)
-for index, lesson in enumerate(ui_lessons.lessons().values()):
-    with lesson_cols[index % 3].container(border=True):
-        st.markdown(home.lesson_html(lesson), unsafe_allow_html=True)
-        st.caption(f"{len(lesson.steps)} steps · {lesson.source}")
+all_lessons = list(ui_lessons.lessons().values())
+for start in range(0, len(all_lessons), 3):  # row by row, so the page reads them in teaching order
+    lesson_cols = st.columns(3)
+    for column, lesson in zip(lesson_cols, all_lessons[start : start + 3], strict=False):
+        with column.container(border=True):
+            st.markdown(home.lesson_html(lesson), unsafe_allow_html=True)
+            st.caption(f"{len(lesson.steps)} steps · {lesson.source}")
 
 st.subheader("Pages")
 st.markdown(home.page_list_html(home.page_entries()), unsafe_allow_html=True)

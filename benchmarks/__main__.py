@@ -121,6 +121,14 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "--quick --out /tmp/bench",
     ),
     Benchmark(
+        "benchmarks.model_swap",
+        "methods swapped into all-MiniLM-L6-v2 (all layers and heads) at 1/8 and 1/4: retrieval of each corpus "
+        "passage's second half by its first (top-1, top-5), embedding cosine and neighbour agreement with exact",
+        "python -m benchmarks.model_swap",
+        "model_swap.{md,json}",
+        "--quick --out /tmp/bench",
+    ),
+    Benchmark(
         "core.claims",
         "every checkable claim of the four papers, measured (the Paper claims page's committed rows)",
         "python -m core.claims",

@@ -28,6 +28,7 @@ CHEAP: dict[str, dict[str, str]] = {
     "pages/4_Regime_map.py": {"nb": "2", "ns": "2"},
     "pages/6_Rank_vs_heads.py": {"steps": "20"},
     "pages/7_Kernels.py": {"draws": "250", "lk_steps": "10"},
+    "pages/11_Inside_a_model.py": {"passages": "2", "seeds": "1", "layers": "6", "budgets": "1/4", "text": "A text."},
 }
 # Estimates refuse heavy settings against this limit; a run must also finish within the production default.
 JOB_SECONDS = 20

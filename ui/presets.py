@@ -91,6 +91,13 @@ PRESETS = [
         "The winner over inverse temperature and cluster spread, with Theorem 1's regimes.",
         claims=("cells won by sparse > 0", "cells won by low rank > 0", "cells won by sparse + low rank > 0"),
     ),
+    Preset(
+        "Swapped into a real model",
+        "Inside_a_model",
+        "",
+        "Performer and Nyström in place of softmax in all six layers of MiniLM: the error through the layers, alone "
+        "and inside the model, and what it does to a retrieval task with known answers.",
+    ),
 ]
 
 # Page defaults beside the shared sidebar defaults (the pages import them; the tests pin what they show).

@@ -865,3 +865,64 @@ class PaperClaims(View):
                 report(i / len(self.due), f"{claim.claim_id} ({claim.which})")
             out[claims.result_key(claim.claim_id, claim.which)] = cached(claim)
         return out
+
+
+# ------------------------------------------------------------------ Inside a model
+
+
+@dataclasses.dataclass(frozen=True)
+class SwapLayerErrors(View):
+    """Each method swapped into the real model on one text: every layer's error, alone and inside the model."""
+
+    cache_name: ClassVar[str] = "swap_layer_errors"
+
+    text: str
+    methods: tuple[str, ...]
+    fraction: float
+    layers: tuple[int, ...]
+    heads: tuple[int, ...] | None
+    seeds: int
+    first_seed: int
+    device: str
+
+    def compute(self, report: Callable[..., None] | None = None) -> Any:
+        from core import model_swap, registry
+
+        swaps = [
+            model_swap.Swap(method, self.layers, self.heads, self.fraction, self.first_seed + seed)
+            for method in self.methods
+            for seed in range(self.seeds if registry.get(method).randomized else 1)
+        ]
+        ids = model_swap.encode(self.text)
+        return model_swap.layer_errors(ids, swaps, device=self.device, progress=report)
+
+
+@dataclasses.dataclass(frozen=True)
+class SwapRetrieval(View):
+    """First halves retrieving second halves on a slice of the shipped corpus, exact model beside each swap."""
+
+    cache_name: ClassVar[str] = "swap_retrieval"
+
+    passages: int  # the corpus's first passages
+    methods: tuple[str, ...]
+    fractions: tuple[float, ...]
+    layers: tuple[int, ...]
+    heads: tuple[int, ...] | None
+    seeds: int
+    first_seed: int
+    device: str
+
+    def compute(self, report: Callable[..., None] | None = None) -> Any:
+        from core import model_swap
+
+        return model_swap.retrieval(
+            model_swap.corpus()[: self.passages],
+            list(self.methods),
+            list(self.fractions),
+            layers=self.layers,
+            heads=self.heads,
+            seeds=self.seeds,
+            first_seed=self.first_seed,
+            device=self.device,
+            progress=report,
+        )
