@@ -111,7 +111,7 @@ layers = tuple(sorted(int(name) - 1 for name in layer_names))
 heads = None if len(head_names) == model_swap.HEADS else tuple(sorted(int(name) - 1 for name in head_names))
 head_count = model_swap.HEADS if heads is None else len(heads)
 labels = {m: ui.method_label(m) for m in methods}
-colours = {m: ui.method_colour(i) for i, m in enumerate(methods)}
+colours = {m: ui.method_colour(m) for m in methods}
 
 if not methods or not fractions or not layers:
     st.info("Pick at least one method, one budget and one layer.")
@@ -179,6 +179,13 @@ if ui.within_limits(
     if retrieval_rows:
         if verdict_rows:
             st.markdown("**" + model_swap.verdict(verdict_rows, retrieval_rows, fractions[0]) + "**")
+        # One tile per method: the sentence embedding's cosine to the exact model's at the smallest budget (seed mean).
+        st.caption(f"Sentence-embedding cosine to the exact model's, at {ui.fmt_fraction(fractions[0])} of the budget")
+        tiles = st.columns(len(methods))
+        for tile, method in zip(tiles, methods, strict=True):
+            cosines = [r["cosine"] for r in retrieval_rows if r["method"] == method and r["fraction"] == fractions[0]]
+            if cosines:
+                tile.metric(labels[method], f"{sum(cosines) / len(cosines):.3f}")
         table = pd.DataFrame(retrieval_rows)
         ui.show_figure(
             swap_figs.retrieval_figure(retrieval_rows, labels, colours),

@@ -14,12 +14,12 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ui.figures import PALETTE
+from ui.figures import method_colour
 from ui.figures.axes import use_decades
 
 FONT = 16
 HEIGHT = 480
-EXACT_COLOUR = PALETTE[7]
+EXACT_COLOUR = method_colour("exact")
 
 
 def _band(colour: str) -> str:
