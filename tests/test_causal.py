@@ -226,7 +226,7 @@ def test_causal_runs_batch_independently_under_a_temperature_sweep() -> None:
             torch.testing.assert_close(swept[index], alone, rtol=1e-10, atol=1e-12, msg=method)
 
 
-@pytest.mark.parametrize("method", ["exact", "performer", "lsh", "local", "scatterbrain"])
+@pytest.mark.parametrize("method", ["exact", "performer", "lsh", "local", "scatterbrain", "nsa", "moba"])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_half_precision_causal_stays_near_float32(method: str, dtype: torch.dtype) -> None:
     q, k, v = (t.to(dtype) for t in _qkv(n=96, heads=2, seed=5))

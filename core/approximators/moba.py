@@ -138,6 +138,7 @@ register(
         fn=_run,
         budget=moba_budget,
         cost=moba_cost,
+        half_native=True,
         causal_form=True,
     )
 )

@@ -239,6 +239,7 @@ register(
         fn=_run,
         budget=nsa_budget,
         cost=nsa_cost,
+        half_native=True,
         causal_form=True,
     )
 )
