@@ -23,6 +23,7 @@ from ui.figures.regime import ROLE_COLOURS
 
 FAMILY_COLOURS = {
     "sparse": ROLE_COLOURS["sparse"],
+    "routed-sparse": ROLE_COLOURS["routed_sparse"],
     "low-rank": ROLE_COLOURS["low_rank"],
     "sparse+low-rank": ROLE_COLOURS["sparse_low_rank"],
     "compression": PALETTE[3],

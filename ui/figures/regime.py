@@ -14,8 +14,13 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-ROLE_NAMES = {"sparse": "sparse", "low_rank": "low rank", "sparse_low_rank": "sparse + low rank"}
-ROLE_COLOURS = {"sparse": "#E69F00", "low_rank": "#56B4E9", "sparse_low_rank": "#009E73"}
+ROLE_NAMES = {
+    "sparse": "sparse",
+    "routed_sparse": "routed sparse",
+    "low_rank": "low rank",
+    "sparse_low_rank": "sparse + low rank",
+}
+ROLE_COLOURS = {"sparse": "#E69F00", "routed_sparse": "#CC79A7", "low_rank": "#56B4E9", "sparse_low_rank": "#009E73"}
 NOISE_COLOUR = "#404040"
 BOUNDARY_DASHES = ("dash", "dot")
 HEIGHT = 520
