@@ -112,8 +112,9 @@ def method_support(
     if causal:
         params["causal"] = True
     result = approximate(method, q, k, v, scale=scale, seed=seed, **params)
-    support = result.parts["support"].to(torch.bool)
-    return support.reshape(-1, n, n), result.params
+    heads = int(q.reshape(-1, n, d).shape[0])
+    support = result.parts["support"].to(torch.bool).reshape(-1, n, n)
+    return support.expand(heads, n, n).contiguous(), result.params  # a shared pattern (a band) for every head
 
 
 def occupancy(support: torch.Tensor, block: int, method: str = "", params: dict | None = None) -> Occupancy:
