@@ -58,6 +58,7 @@ EXAMPLES: dict[str, views.View] = {
     "paper_claims": views.PaperClaims("scatterbrain", (("scatterbrain_fig1", "clustered"),), 0, "a text"),
     "scaling": views.ScalingRun(("exact", "performer"), (256, 512), 8, 64, 64, 1.0, 0, "cpu", 10.0, 60.0, 2048.0),
     "error_vs_cost": views.ErrorCostStudy(SPEC, 5.0, ("performer", "lsh"), (0.125, 0.25), True, 3, 0, "cpu", 1),
+    "block_sparsity": views.BlockSparsityStudy(SPEC, 5.0, 0.125, ("lsh", "moba"), 64, False, 0, "cpu"),
 }
 
 

@@ -50,6 +50,7 @@ PAGES: tuple[Page, ...] = (
     Page("pages/8_Scaling.py", "Scaling", "Scaling", opens_on_chart=True),
     Page("pages/9_Paper_claims.py", "Paper_claims", "Paper claims", opens_on_chart=False),  # tables only
     Page("pages/10_Error_vs_cost.py", "Error_vs_cost", "Error vs cost", opens_on_chart=True),
+    Page("pages/12_Block_sparsity.py", "Block_sparsity", "Block sparsity", opens_on_chart=True),
 )
 ALL_PAGES: tuple[Page, ...] = (HOME, *PAGES)  # Home first, as the sidebar lists them
 
@@ -63,6 +64,7 @@ SMOKE_PARAMS: dict[str, dict[str, str]] = {p.file: {"n": "64"} for p in ALL_PAGE
     "pages/7_Kernels.py": {"n": "64", "draws": "250", "lk_steps": "10"},
     "pages/9_Paper_claims.py": {"n": "64", "papers": "rank-vs-heads"},
     "pages/10_Error_vs_cost.py": {"n": "64", "runs": "1"},
+    "pages/12_Block_sparsity.py": {"n": "64", "block": "16"},
 }
 
 # URL paths ("" is Home) of the pages that open without a Plotly chart.
