@@ -37,15 +37,14 @@ methods = ui.multiselect(
     "for Scatterbrain and Based their exact part).",
 )
 block = ui.choice(
-    "Kernel tile",
+    "Kernel tile (b × b)",
     "block",
     list(block_sparsity.BLOCK_SIZES),
     block_sparsity.DEFAULT_BLOCK,
     where=c[1],
-    fmt=lambda b: f"{b} × {b}",
     help="FlashAttention and FlexAttention use 64 or 128 (FlexAttention's default BlockMask tile is 128).",
 )
-shown = ui.choice("Maps of", "maps_of", methods or offered, (methods or offered)[0], where=c[2], fmt=ui.method_label)
+shown = ui.choice("Maps of", "maps_of", methods or offered, (methods or offered)[0], where=c[2])
 colours = {m: ui.method_colour(registered.index(m)) for m in offered}
 labels = {m: ui.method_label(m) for m in offered}
 
@@ -97,7 +96,7 @@ elif ui.within_limits(lambda: limits.check_knobs([("n", s.n, limits.sizes_up_to(
             key="block_timing",
         )
     st.caption(
-        f"Time: one head, the median of warm runs on this server ({study.device}), of the same PyTorch block-sparse "
+        f"Time: one head, the fastest of a few warm runs on this server ({study.device}), of the same PyTorch block-sparse "
         "computation (one fused SDPA call per row of query tiles, over the key tiles that row touches) on each "
         "method's tiles and on every tile, beside dense SDPA. It follows the tiles touched, not the entries kept. "
         "A measurement of this machine at this moment, not a promise for a GPU kernel."

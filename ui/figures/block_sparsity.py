@@ -30,9 +30,7 @@ def fractions_figure(
         fig.add_scatter(
             x=[row["entries_kept"]],
             y=[row["blocks_touched"]],
-            mode="markers+text",
-            text=[labels.get(method, method)],
-            textposition="middle right",
+            mode="markers",
             marker={"size": 14, "color": colours.get(method, method_colour(0)), "line": {"color": "#222", "width": 1}},
             name=labels.get(method, method),
             hovertemplate=f"{labels.get(method, method)}<br>entries kept %{{x:.3f}}<br>tiles touched %{{y:.3f}}"
@@ -109,7 +107,7 @@ def timing_figure(
     )
     fig.update_layout(
         title={
-            "text": f"Time of one head on this {device.upper()} (median, {'CPU time' if device == 'cpu' else 'wall'})",
+            "text": f"Time of one head on this {device.upper()} (the fastest of the warm runs)",
             "font": {"size": 14},
         },  # fmt: skip
         yaxis={"title": "milliseconds"},
