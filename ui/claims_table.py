@@ -52,6 +52,7 @@ VIEW_LINKS: dict[str, str] = {
     "kernels-E8": "Kernels?draws=5000&length=0.5",
     "kernels-E12": "Kernels?n=512",
     "kernels-E13": "Kernels?n=512",
+    "moba-sparsity": "Block_sparsity?n=1024&methods=moba&methods=lsh",
     "rank-vs-heads-1": "Rank_vs_heads",
     "rank-vs-heads-3": "Rank_vs_heads?target=nearest",
     "rank-vs-heads-5": "Rank_vs_heads",
