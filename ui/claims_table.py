@@ -52,13 +52,13 @@ VIEW_LINKS: dict[str, str] = {
     "kernels-E8": "Kernels?draws=5000&length=0.5",
     "kernels-E12": "Kernels?n=512",
     "kernels-E13": "Kernels?n=512",
-    "moba-sparsity": "Block_sparsity?n=1024&methods=moba&methods=lsh",
     "rank-vs-heads-1": "Rank_vs_heads",
     "rank-vs-heads-3": "Rank_vs_heads?target=nearest",
     "rank-vs-heads-5": "Rank_vs_heads",
     "rank-vs-heads-6": "Rank_vs_heads",
     "rank-vs-heads-7": "Rank_vs_heads?cpoints=16",
     "rank-vs-heads-15": "Rank_vs_heads",
+    "moba-sparsity": "Block_sparsity?n=1024&methods=moba&methods=lsh",
 }
 
 MEASURED_COLUMNS = ["measured now (clustered)", "measured now (real MiniLM heads)"]

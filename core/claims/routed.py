@@ -11,8 +11,7 @@ from core import data
 from core.approximation import approximate
 from core.claims.claim import HOLD, Measurement, Paper, verdict_at_most
 
-PAPER = Paper("routed", "MoBA / NSA (routed sparse)")
-PAPER.skip("NSA, Hedgehog, Based", "Trained-model quality and GPU speed only; their exact limits are engine tests.")
+PAPER = Paper("moba", "MoBA (routed sparse)")
 
 MOBA_N, MOBA_BLOCK, MOBA_TOP_K = 8192, 512, 3
 
@@ -24,6 +23,7 @@ MOBA_N, MOBA_BLOCK, MOBA_TOP_K = 8192, 512, 3
     setting=None,
     real=False,
     expected=HOLD,
+    slow=True,  # MoBA twice at n = 8192: about 10 s
 )
 def moba_sparsity(x: data.Inputs | None, seed: int) -> Measurement:
     inputs = data.clustered(MOBA_N, 64, 90, 0.3, seed)
