@@ -97,9 +97,9 @@ elif ui.within_limits(lambda: limits.check_knobs([("n", s.n, limits.sizes_up_to(
         )
     st.caption(
         f"Time: one head, the fastest of a few warm runs on this server ({study.device}), of the same PyTorch "
-        "block-sparse computation (one fused SDPA call per row of query tiles, over the key tiles that row touches) "
-        "on each method's tiles and on every tile, beside dense SDPA. It follows the tiles touched, not the entries kept. "
-        "A measurement of this machine at this moment, not a promise for a GPU kernel."
+        "block-sparse computation (one fused SDPA call per row of query tiles, over the key tiles that row "
+        "touches) on each method's tiles and on every tile, beside dense SDPA. It follows the tiles touched, not "
+        "the entries kept. A measurement of this machine at this moment, not a promise for a GPU kernel."
     )
     if shown in study.entry_maps:
         ui.show_figure(
