@@ -62,6 +62,14 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "--n 512 --repeats 1 --out /tmp/bench",
     ),
     Benchmark(
+        "benchmarks.newer_methods",
+        "NSA, MoBA, Hedgehog, Based beside the others: CPU time at n = 4096 and 1/8 budget, accuracy on clustered and "
+        "real heads",
+        "python -m benchmarks.newer_methods",
+        "newer_methods_cpu.{md,json}",
+        "--quick --out /tmp/bench",
+    ),
+    Benchmark(
         "benchmarks.accuracy",
         "every method's error on the clustered input at three temperatures, 1/8 budget",
         "python -m benchmarks.accuracy",

@@ -58,13 +58,14 @@ ENGINE_TESTS = (
     "tests/test_sparse_lowrank.py",
 )
 DRY_RUN_ENGINE_TESTS = ("tests/test_exact.py",)
-DRY_RUN_FIRST_ONLY = ("rpca", "svd", "learned_kernel")  # seconds per call on a CPU even at n = 128
+DRY_RUN_FIRST_ONLY = ("rpca", "svd", "learned_kernel", "hedgehog")  # seconds per call on a CPU even at n = 128
 # Not efficient paths (n x n oracles, a kernel trained per call): timed at the smallest size, after the others.
-REFERENCE_ONLY = ("topk", "topk_renormalized", "svd", "rpca", "learned_kernel")
+REFERENCE_ONLY = ("topk", "topk_renormalized", "svd", "rpca", "learned_kernel", "hedgehog")
 HEADS, D = 8, 64
 BETA = 1 / 0.3  # tau 0.3, as benchmarks.suite
 ROW_BUDGET = 256  # stored scores per query: fixed parameters as n grows, as benchmarks.suite
-TRAINED_MAX_N = 1024  # learned_kernel trains per call: its time is training, not attention
+TRAINED_MAX_N = 1024  # learned_kernel and hedgehog train per call: their time is training, not attention
+TRAINED = ("learned_kernel", "hedgehog")
 COMPARE_N = 4096
 
 
@@ -343,7 +344,7 @@ def _scaling_point(
         previous = last.get((method, dtype_name))
         if spec.max_n is not None and n > spec.max_n:
             row.status = f"not run: n > {spec.max_n} (builds n x n)"
-        elif method == "learned_kernel" and n > TRAINED_MAX_N:
+        elif method in TRAINED and n > TRAINED_MAX_N:
             row.status = f"not run: trains per call, only up to n = {TRAINED_MAX_N}"
         elif plan.dry_run and method in DRY_RUN_FIRST_ONLY and dtype_name != "float32":
             row.status = "not run: the dry run times it once, in float32"

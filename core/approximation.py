@@ -238,7 +238,9 @@ HALF_ERROR_FACTOR: dict[str, float] = {
     "linformer": 4.0,  # 2.56 u
     "local": 1.0,  # 0.58 u
     "lsh": 3.5,  # 2.31 u
+    "moba": 3.5,  # 2.28 u (causal 1.96 u): half q k^T over the gathered blocks, float32 softmax statistics
     "nystrom": 3.0,  # 1.67 u
+    "nsa": 2.0,  # 1.14 u (causal 0.99 u): float32 compressed branch, half selection and window
     "performer": 1.5,  # 0.78 u
     "scatterbrain": 4.0,  # 2.61 u
 }

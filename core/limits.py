@@ -161,7 +161,7 @@ def method_estimate(method: str, n: int, d: int, heads: int, params: Mapping[str
     cost = model_cost(method, n, d, heads, params)
     flops = float(cost.flops) if cost is not None else 4.0 * heads * n * n * d
     nbytes = float(cost.memory) * FLOAT_BYTES * WORKING_SET_FACTOR if cost is not None else 0.0
-    if method == "learned_kernel":
+    if method in ("learned_kernel", "hedgehog"):
         # Fitting: every step runs the feature map forward and backward and compares with the target.
         checked = spec.validate(dict(params), n, d)
         steps, features = int(checked.get("steps", 1)), int(checked.get("features", 1))

@@ -18,8 +18,9 @@ from core.errors import ParameterError, Refusal
 if TYPE_CHECKING:
     from core.approximation import Approximation, AttentionInputs, Cost
 
-Family = Literal["exact", "sparse", "low-rank", "sparse+low-rank", "compression", "oracle"]
-FAMILIES: tuple[str, ...] = ("exact", "sparse", "low-rank", "sparse+low-rank", "compression", "oracle")
+Family = Literal["exact", "sparse", "routed-sparse", "low-rank", "sparse+low-rank", "compression", "oracle"]
+# routed-sparse: a query picks key blocks by a score (NSA, MoBA), not by a hash or a fixed pattern.
+FAMILIES: tuple[str, ...] = ("exact", "sparse", "routed-sparse", "low-rank", "sparse+low-rank", "compression", "oracle")
 
 ParamKind = Literal["int", "float", "choice", "bool", "int_list", "text", "multi", "range"]
 # A bound is a number, or a function of (n, d) for limits that depend on the input size.

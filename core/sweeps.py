@@ -210,6 +210,9 @@ class RegimeMap:
 
 ESTIMATORS = {"sparse": "lsh", "low_rank": "performer", "sparse_low_rank": "scatterbrain"}
 ORACLES = {"sparse": "topk", "low_rank": "svd", "sparse_low_rank": "rpca"}
+# The estimators with a routed-sparse contender (MoBA: each query picks key blocks by score, where LSH hashes).
+ROUTED = {"sparse": "lsh", "routed_sparse": "moba", "low_rank": "performer", "sparse_low_rank": "scatterbrain"}
+OPTIONAL_ROLES = ("routed_sparse",)
 
 
 def regime_map(
@@ -232,12 +235,16 @@ def regime_map(
 
     Each spread sigma draws one clustered input (Process 1); all betas for it run as one batched sweep.
     ``methods`` maps the roles sparse / low_rank / sparse_low_rank to registry names (default: the
-    estimators lsh / performer / scatterbrain; ``ORACLES`` gives topk / svd / rpca). ``causal``: as in
+    estimators lsh / performer / scatterbrain; ``ORACLES`` gives topk / svd / rpca; ``ROUTED`` adds the role
+    routed_sparse, MoBA). ``causal``: as in
     ``error_vs_entropy`` (a role whose method has no causal form is refused, naming it).
     """
     roles = dict(methods or ESTIMATORS)
-    if set(roles) != set(ESTIMATORS):
-        raise ParameterError("methods", f"must map exactly the roles {sorted(ESTIMATORS)} to method names")
+    if set(roles) - set(OPTIONAL_ROLES) != set(ESTIMATORS):
+        raise ParameterError(
+            "methods",
+            f"must map the roles {sorted(ESTIMATORS)} (and optionally {', '.join(OPTIONAL_ROLES)}) to method names",
+        )
     beta_values = _as_betas(None, betas)
     spread_values = np.asarray(spreads, dtype=float).reshape(-1)
     if spread_values.size == 0 or spread_values.size * beta_values.size > MAX_CELLS:

@@ -15,8 +15,8 @@ from ui.figures import cost as cost_figs
 BUDGETS = ["1/64", "1/32", "1/16", "1/8", "1/4", "1/2"]
 DEFAULT_BUDGETS = ["1/32", "1/16", "1/8", "1/4"]
 DEFAULT_METHODS = ["performer", "lsh", "scatterbrain", "nystrom", "linformer", "local"]
-# Not efficient paths: the oracles build the n x n matrix, the trainable kernel trains on it first.
-NOT_TIMED = ("exact", "topk", "topk_renormalized", "svd", "rpca", "learned_kernel")
+# Not efficient paths: the oracles build the n x n matrix, the trainable kernels (and Hedgehog) train on it first.
+NOT_TIMED = ("exact", "topk", "topk_renormalized", "svd", "rpca", "learned_kernel", "hedgehog")
 TAKE_MAX = 9999
 
 ui.page("Error vs cost", icon=":material/scatter_plot:")

@@ -161,7 +161,8 @@ else:
         progress.empty()
         fig = figs.heads_scatter(table, chosen, {m: ui.method_label(m) for m in chosen}, metric)
         # The Regime map's winner per head (same roles and runs, cached per layer and method), as coloured rings.
-        roles = dict(sweeps.ORACLES if "rpca" in chosen else sweeps.ESTIMATORS)
+        # MoBA chosen: the routed-sparse family joins the rings (the Regime map's "routed" methods).
+        roles = dict(sweeps.ORACLES if "rpca" in chosen else sweeps.ROUTED if "moba" in chosen else sweeps.ESTIMATORS)
         role_params = {
             m: params.get(m) or registered[m].validate(core.budget_params(m, s.n, s.d, s.fraction), s.n, s.d)
             for m in roles.values()

@@ -62,3 +62,20 @@ def test_the_maps_say_what_the_chosen_family_shows_and_what_red_means(open_regim
     oracles = open_regime_map(n="64", nb="2", ns="2", seeds="1", family="oracles")
     assert not oracles.exception
     assert any("paper's Fig. 1" in i.value and "Blue gain cells" in i.value for i in oracles.info)
+
+
+def test_the_routed_family_adds_moba_as_a_fourth_role(open_regime_map) -> None:
+    """family=routed: LSH, MoBA (routed sparse), Performer and Scatterbrain compete; the winner map's colour bar and the
+    cell counts name the routed role."""
+    at = open_regime_map(n="64", nb="2", ns="2", seeds="1", family="routed")
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("MoBA" in i.value and "routed-sparse" in i.value for i in at.info)
+    labels = [m.label for m in at.metric]
+    assert "cells won by routed sparse" in labels, labels
+
+
+def test_the_real_heads_take_the_routed_family_too(open_page) -> None:
+    at = open_page("pages/4_Regime_map.py", input="real", family="routed")
+    assert not at.exception, [e.value for e in at.exception]
+    won = {m.label: m.value for m in at.metric}
+    assert "heads won by routed sparse" in won, won

@@ -15,7 +15,7 @@ import core
 RELATIVE = 1e-6
 BETAS = (0.5, 2.0, 8.0)
 # Keep the iterative methods short; batch independence does not depend on how long they run.
-FAST = {"learned_kernel": {"steps": 10}, "rpca": {"iterations": 10}}
+FAST = {"learned_kernel": {"steps": 10}, "hedgehog": {"steps": 10}, "rpca": {"iterations": 10}}
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py

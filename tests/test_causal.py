@@ -45,6 +45,10 @@ CAUSAL_CASES: list[tuple[str, dict[str, Any]]] = [
     ("scatterbrain", {"features": 16, "support": "local", "window": 5, "kernel": "trig"}),
     ("topk", {"top_k": 5}),
     ("topk_renormalized", {"top_k": 5}),
+    ("nsa", {"block": 8, "selected_blocks": 3, "window": 5}),
+    ("moba", {"block": 8, "top_k": 3}),
+    ("hedgehog", {"features": 8, "steps": 0}),  # a fitted map has read the whole input (its docstring)
+    ("based", {"features": 4, "window": 5}),
 ]
 CASE_IDS = [f"{method}-{'-'.join(str(v) for v in params.values()) or 'default'}" for method, params in CAUSAL_CASES]
 # Methods whose sparse support comes from sorting every token's hash into balanced chunks (see the causality test).
@@ -80,6 +84,10 @@ def test_every_method_has_a_causal_form_or_says_why_not() -> None:
         "scatterbrain",
         "topk",
         "topk_renormalized",
+        "nsa",
+        "moba",
+        "hedgehog",
+        "based",
     ]
 
 
@@ -218,7 +226,7 @@ def test_causal_runs_batch_independently_under_a_temperature_sweep() -> None:
             torch.testing.assert_close(swept[index], alone, rtol=1e-10, atol=1e-12, msg=method)
 
 
-@pytest.mark.parametrize("method", ["exact", "performer", "lsh", "local", "scatterbrain"])
+@pytest.mark.parametrize("method", ["exact", "performer", "lsh", "local", "scatterbrain", "nsa", "moba"])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_half_precision_causal_stays_near_float32(method: str, dtype: torch.dtype) -> None:
     q, k, v = (t.to(dtype) for t in _qkv(n=96, heads=2, seed=5))

@@ -10,9 +10,9 @@ import core
 from core import registry
 
 METHODS = list(registry.methods())
-FAST = {"learned_kernel": {"steps": 5}, "rpca": {"iterations": 10}}
-# vcc is flagged randomized, but only its "random" selector draws anything.
-RANDOM_CHOICE = {"vcc": {"selector": "random"}}
+FAST = {"learned_kernel": {"steps": 5}, "hedgehog": {"steps": 5}, "rpca": {"iterations": 10}}
+# vcc is flagged randomized, but only its "random" selector draws anything; based only projects when d' < d.
+RANDOM_CHOICE = {"vcc": {"selector": "random"}, "based": {"features": 4}}
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py

@@ -44,7 +44,7 @@ FAMILY = {
 NORMALISING = ["exact", "topk_renormalized", "lsh", "local", "performer", "scatterbrain"]
 SHAPES = [(), (3,), (2, 3)]
 # Outside the defaults test, keep the slow iterative methods short (their own tests cover convergence).
-FAST = {"learned_kernel": {"steps": 5}, "rpca": {"iterations": 20}}
+FAST = {"learned_kernel": {"steps": 5}, "hedgehog": {"steps": 5}, "rpca": {"iterations": 20}}
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py

@@ -60,6 +60,7 @@ EXAMPLES: dict[str, views.View] = {
     "error_vs_cost": views.ErrorCostStudy(SPEC, 5.0, ("performer", "lsh"), (0.125, 0.25), True, 3, 0, "cpu", 1),
     "swap_layer_errors": views.SwapLayerErrors("a text", ("performer",), 0.125, (0, 5), (0, 1), 2, 0, "cpu"),
     "swap_retrieval": views.SwapRetrieval(16, ("performer",), (0.125, 0.25), (0, 5), (0, 1), 2, 0, "cpu"),
+    "block_sparsity": views.BlockSparsityStudy(SPEC, 5.0, 0.125, ("lsh", "moba"), 64, False, 0, "cpu"),
 }
 
 

@@ -59,6 +59,7 @@ VIEW_LINKS: dict[str, str] = {
     "rank-vs-heads-6": "Rank_vs_heads",
     "rank-vs-heads-7": "Rank_vs_heads?cpoints=16",
     "rank-vs-heads-15": "Rank_vs_heads",
+    "moba-sparsity": "Block_sparsity?n=1024&methods=moba&methods=lsh",
 }
 
 MEASURED_COLUMNS = ["measured now (clustered)", "measured now (real MiniLM heads)"]

@@ -308,7 +308,7 @@ def method_seconds(spec: InputSpec, method: str, params: dict[str, Any]) -> floa
     dense = estimate_seconds(8 * spec.heads * spec.n**2)  # the method, its dense matrix, exact, error maps
     if method == "rpca":  # one n x n SVD per iteration and head
         return dense + spec.heads * int(params.get("iterations", 60)) * (spec.n / 512) ** 3 * 0.5
-    if method == "learned_kernel":  # Adam steps
+    if method in ("learned_kernel", "hedgehog"):  # Adam steps
         return dense + int(params.get("steps", 100)) * 0.02
     return dense
 

@@ -51,6 +51,7 @@ PAGES: tuple[Page, ...] = (
     Page("pages/9_Paper_claims.py", "Paper_claims", "Paper claims", opens_on_chart=False),  # tables only
     Page("pages/10_Error_vs_cost.py", "Error_vs_cost", "Error vs cost", opens_on_chart=True),
     Page("pages/11_Inside_a_model.py", "Inside_a_model", "Inside a model", opens_on_chart=True),
+    Page("pages/12_Block_sparsity.py", "Block_sparsity", "Block sparsity", opens_on_chart=True),
 )
 ALL_PAGES: tuple[Page, ...] = (HOME, *PAGES)  # Home first, as the sidebar lists them
 
@@ -71,6 +72,7 @@ SMOKE_PARAMS: dict[str, dict[str, str]] = {p.file: {"n": "64"} for p in ALL_PAGE
         "budgets": "1/4",
         "text": "A short text.",
     },
+    "pages/12_Block_sparsity.py": {"n": "64", "block": "16"},
 }
 
 # URL paths ("" is Home) of the pages that open without a Plotly chart.

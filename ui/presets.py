@@ -71,6 +71,15 @@ PRESETS = [
         claims=("scatterbrain < lsh",),
     ),
     Preset(
+        "Routing vs hashing: MoBA and NSA beside LSH",
+        "Compare",
+        "tau=0.05&methods=lsh&methods=moba&methods=nsa",
+        "MoBA and NSA route each query to key blocks by the block's mean key. Here cluster members sit at random "
+        "positions, so every block mixes clusters and LSH, which hashes each token wherever it is, wins; the "
+        "routing lesson shows where routing wins (real heads) and what a kernel pays for (tiles).",
+        "sparse",
+    ),
+    Preset(
         "Scatterbrain's split, step by step",
         "Sparse_plus_low_rank",
         "tau=2",  # where the correction matters (at 0.2 the naive sum is within 2 % of Scatterbrain)

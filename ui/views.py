@@ -926,3 +926,40 @@ class SwapRetrieval(View):
             device=self.device,
             progress=report,
         )
+
+
+# ------------------------------------------------------------------ Block sparsity
+
+
+@dataclasses.dataclass(frozen=True)
+class BlockSparsityStudy(View):
+    """Every chosen method's support at one kernel tile size: entries kept, tiles touched, and the time on this
+    device of the block-sparse computation on those tiles beside dense attention."""
+
+    cache_name: ClassVar[str] = "block_sparsity"
+
+    inputs: InputSpec
+    beta: float
+    fraction: float
+    methods: tuple[str, ...]
+    block: int
+    causal: bool
+    seed: int
+    device: str
+
+    def compute(self, report: Callable[..., None] | None = None) -> Any:
+        from core import block_sparsity
+
+        q, k, v = _tensors(self.inputs, self.device)
+        return block_sparsity.block_study(
+            list(self.methods),
+            q,
+            k,
+            v,
+            block=self.block,
+            scale=self.beta,
+            fraction=self.fraction,
+            seed=self.seed,
+            causal=self.causal,
+            progress=(lambda done, label: report(done, label)) if report is not None else None,
+        )

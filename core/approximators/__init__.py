@@ -10,3 +10,7 @@ from core.approximators import nystrom  # noqa: F401
 from core.approximators import linformer  # noqa: F401
 from core.approximators import oracles  # noqa: F401
 from core.approximators import learned_kernel  # noqa: F401  (registers learned_kernel and linear_elu)
+from core.approximators import nsa  # noqa: F401
+from core.approximators import moba  # noqa: F401
+from core.approximators import hedgehog  # noqa: F401
+from core.approximators import based  # noqa: F401

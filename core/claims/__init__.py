@@ -23,7 +23,7 @@ The page's table and its links to the views are in ``ui/claims_table.py``.
 
 from __future__ import annotations
 
-from core.claims import performer_kernels, rank_vs_heads, scatterbrain, vcc
+from core.claims import performer_kernels, rank_vs_heads, routed, scatterbrain, vcc  # noqa: F401  (registers)
 from core.claims.catalog import CLAIMS, PAPERS, SKIPPED, get, of_papers
 from core.claims.claim import (
     EXACT_TOL,
@@ -100,6 +100,7 @@ __all__ = [
     "oracle_errors",
     "performer_kernels",
     "rank_vs_heads",
+    "routed",
     "real_heads",
     "result_key",
     "run_all",

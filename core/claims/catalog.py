@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.claims import performer_kernels, rank_vs_heads, scatterbrain, vcc
+from core.claims import performer_kernels, rank_vs_heads, routed, scatterbrain, vcc
 from core.claims.claim import Claim
 from core.errors import ParameterError
 
-PAPER_MODULES = (scatterbrain, vcc, performer_kernels, rank_vs_heads)
+PAPER_MODULES = (scatterbrain, vcc, performer_kernels, rank_vs_heads, routed)
 PAPERS = {module.PAPER.key: module.PAPER.title for module in PAPER_MODULES}
 CLAIMS: tuple[Claim, ...] = tuple(claim for module in PAPER_MODULES for claim in module.PAPER.claims)
 SKIPPED: tuple[tuple[str, str], ...] = tuple(skip for module in PAPER_MODULES for skip in module.PAPER.skipped)

@@ -36,12 +36,13 @@ def regime_controls(s: ui.Settings, real: bool = False) -> RegimeControls:
     family = ui.choice(
         "Methods",
         "family",
-        ["estimators", "oracles"],
+        ["estimators", "oracles", "routed"],
         "estimators",
         where=c[2],
         widget="radio",
         help="estimators: LSH / Performer / Scatterbrain. oracles: top-k / SVD / RPCA, the best possible sparse, "
-        "low-rank and sparse + low-rank matrices (RPCA is slow).",
+        "low-rank and sparse + low-rank matrices (RPCA is slow). routed: the estimators and MoBA, a routed-sparse "
+        "method.",
     )
     if real:
         beta_range, beta_count, sigma_range, sigma_count = (1.0, 50.0), 8, (s.spec.spread, s.spec.spread), 1
@@ -59,7 +60,7 @@ def regime_controls(s: ui.Settings, real: bool = False) -> RegimeControls:
         )
         sigma_count = ui.int_slider("σ values", "ns", 2, 12, 5, where=c[1])
 
-    roles = dict(sweeps.ESTIMATORS if family == "estimators" else sweeps.ORACLES)
+    roles = dict({"estimators": sweeps.ESTIMATORS, "oracles": sweeps.ORACLES, "routed": sweeps.ROUTED}[family])
     missing = [m for m in roles.values() if m not in ui.registered_methods()]
     if family == "oracles" and s.n > ORACLE_MAX_N:
         ui.notice("**Oracles**: robust PCA is only run for n ≤ 256 here; showing the estimators instead.")

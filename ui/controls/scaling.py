@@ -15,7 +15,7 @@ from ui.views import ScalingRun
 SIZES = [2**p for p in range(6, 17)]  # 64 .. 65536
 ROW_BUDGETS = [16, 32, 64, 128, 256, 512]
 DEFAULT_METHODS = ["performer", "lsh", "scatterbrain", "nystrom"]
-FAMILIES = ("sparse", "low-rank", "sparse+low-rank", "compression")
+FAMILIES = ("sparse", "routed-sparse", "low-rank", "sparse+low-rank", "compression")
 
 
 @dataclass(frozen=True)

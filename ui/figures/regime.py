@@ -16,10 +16,16 @@ import plotly.graph_objects as go
 
 from ui.figures.palette import family_colour
 
-ROLE_NAMES = {"sparse": "sparse", "low_rank": "low rank", "sparse_low_rank": "sparse + low rank"}
+ROLE_NAMES = {
+    "sparse": "sparse",
+    "routed_sparse": "routed sparse",
+    "low_rank": "low rank",
+    "sparse_low_rank": "sparse + low rank",
+}
 # The families' colours (ui/figures/palette.py): "sparse wins" is LSH's orange here as on every page.
 ROLE_COLOURS = {
     "sparse": family_colour("sparse"),
+    "routed_sparse": family_colour("routed-sparse"),
     "low_rank": family_colour("low-rank"),
     "sparse_low_rank": family_colour("sparse+low-rank"),
 }

@@ -43,8 +43,18 @@ ORACLES_NOTE = (
 )
 
 
+ROUTED_NOTE = (
+    "**Routed** (LSH, MoBA, Performer, Scatterbrain): the estimators with MoBA, a routed-sparse method (each query "
+    "scores key blocks by q · mean(K) and keeps the top k, where LSH hashes q and k into buckets), at the same "
+    "budget. Where MoBA wins, picking blocks by score found the large entries that hashing missed; the gain map "
+    "still compares Scatterbrain with the better of LSH and Performer."
+)
+
+
 def family_note(res: regime.AveragedRegimeMap) -> str:
     """What the maps show for the chosen family, and what its red gain cells mean."""
+    if "routed_sparse" in res.methods:
+        return ROUTED_NOTE
     return ORACLES_NOTE if "rpca" in res.methods.values() else ESTIMATORS_NOTE
 
 
