@@ -78,6 +78,7 @@ PRESETS = [
         "positions, so every block mixes clusters and LSH, which hashes each token wherever it is, wins; the "
         "routing lesson shows where routing wins (real heads) and what a kernel pays for (tiles).",
         "sparse",
+        claims=("lsh < moba", "lsh < nsa"),
     ),
     Preset(
         "Scatterbrain's split, step by step",
