@@ -194,10 +194,14 @@ def test_error_vs_entropy_sweeps_and_reports_the_crossover_or_none(open_page) ->
 def test_regime_map_counts_every_cell(open_page) -> None:
     at = open_page("pages/4_Regime_map.py", n="64", nb="3", ns="2")
     assert not at.exception
-    got = metrics(at)
-    cells = sum(int(v) for k, v in got.items() if k.startswith("cells won by"))
-    assert cells == 6
+    assert counted_cells(metrics(at)) == 6
     assert at.select_slider(key="betas").value == (1.0, 50.0)
     at.slider(key="nb").set_value(2).run()
     assert not at.exception
-    assert sum(int(v) for k, v in metrics(at).items() if k.startswith("cells won by")) == 4
+    assert counted_cells(metrics(at)) == 4
+
+
+def counted_cells(tiles: dict[str, str]) -> int:
+    """The cells won clearly (the "cells won by" tiles) plus those whose winner is within the seeds' noise."""
+    clear = sum(int(v) for k, v in tiles.items() if k.startswith("cells won by"))
+    return clear + int(tiles["winner within noise"].split("/")[0])
