@@ -966,6 +966,29 @@ def _signal(process: multiprocessing.process.BaseProcess, sig: int) -> None:
             os.kill(process.pid, sig)
 
 
+def _descendants(pid: int | None) -> list[Any]:
+    """The processes a step started, its own sessions' too (the cluster's Dask processes), by psutil; [] without."""
+    try:
+        import psutil
+
+        return list(psutil.Process(pid).children(recursive=True)) if pid else []
+    except Exception:  # psutil missing, or the process already gone
+        return []
+
+
+def _end_leftovers(started: list[Any]) -> None:
+    """Stop what a stopped step started and left running (SIGKILL can land in its clean-up)."""
+    alive = [p for p in started if p.is_running()]
+    for proc in alive:
+        with contextlib.suppress(Exception):
+            proc.terminate()
+    for proc in alive:
+        with contextlib.suppress(Exception):
+            proc.wait(3)
+            if proc.is_running():
+                proc.kill()
+
+
 def run_step(
     name: str, plan: Plan, out: Path, limit_s: float, on_progress: Callable[[dict[str, Any]], None]
 ) -> tuple[dict[str, Any], str, float]:
@@ -982,6 +1005,7 @@ def run_step(
     process.start()
     seen = 0.0
     stopped = False
+    left_behind: list[Any] = []
     grace_s = min(STOP_GRACE_S, limit_s / 4)  # SIGTERM this long before the limit, SIGKILL at it
     while process.is_alive():
         ran = time.perf_counter() - started
@@ -994,10 +1018,14 @@ def run_step(
         ran = time.perf_counter() - started
         if process.is_alive() and not stopped and ran >= limit_s - grace_s:
             stopped = True
+            left_behind = _descendants(process.pid)
             _signal(process, signal.SIGTERM)
         elif process.is_alive() and stopped and ran >= limit_s:
+            left_behind += [p for p in _descendants(process.pid) if p not in left_behind]
             _signal(process, signal.SIGKILL)
             process.join(5.0)
+    if stopped:
+        _end_leftovers(left_behind)
     seconds = time.perf_counter() - started
     state: dict[str, Any] = {}
     with contextlib.suppress(OSError, ValueError):

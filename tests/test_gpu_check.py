@@ -11,6 +11,7 @@ import time
 import types
 from pathlib import Path
 
+import psutil
 import pytest
 import torch
 
@@ -29,6 +30,7 @@ DONE = ("ok", "stopped at its limit", "not run: ")
 def dry_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path, float]:
     out = tmp_path_factory.mktemp("gpu-check")
     started = time.monotonic()
+    since = time.time()
     done = subprocess.run(
         ["bash", str(ROOT / "scripts" / "gpu-check.sh"), str(out), "--dry-run", "--budget", str(BUDGET_S)],
         capture_output=True,
@@ -36,7 +38,18 @@ def dry_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Comple
         timeout=3 * BUDGET_S,
         env={**os.environ, "PYTHON": sys.executable},  # this environment's Python, wherever its venv is
     )
-    return done, out, time.monotonic() - started
+    wall_s = time.monotonic() - started
+    time.sleep(1)
+    # a step stopped at its limit leaves nothing running (the cluster step's Dask processes are in their own sessions)
+    left = [
+        p.info["cmdline"]
+        for p in psutil.process_iter(["cmdline", "create_time", "cwd"])
+        if (p.info["create_time"] or 0) >= since
+        and p.info["cwd"] == str(ROOT)
+        and any("distributed" in part for part in p.info["cmdline"] or [])
+    ]
+    assert not left, left
+    return done, out, wall_s
 
 
 def test_the_dry_run_keeps_its_budget_and_every_step_reports(
