@@ -358,7 +358,8 @@ def peer_call(name: str, plan: Plan, x: Any, n: int, dtype: torch.dtype, row: Sc
         def window(b: Any, h: Any, q_idx: torch.Tensor, kv_idx: torch.Tensor) -> torch.Tensor:
             return (q_idx - kv_idx >= -half) & (q_idx - kv_idx < half)  # ROW_BUDGET keys per query
 
-        mask = create_block_mask(window, None, None, n, n, device=str(device))
+        # compiled on a GPU: without it the mask is built as n x n booleans (4 GiB at n = 65,536)
+        mask = create_block_mask(window, None, None, n, n, device=str(device), _compile=device.type == "cuda")
         # Compiled on a GPU (its fused kernel); eager on the CPU dry run, which only rehearses the row.
         attend = flex_attention if device.type == "cpu" else _compiled_flex(flex_attention)
         row.params = {"window": ROW_BUDGET, "compiled": device.type != "cpu"}
@@ -409,7 +410,7 @@ _FLEX_COMPILED: dict[str, Callable[..., Any]] = {}
 
 def _compiled_flex(flex_attention: Callable[..., Any]) -> Callable[..., Any]:
     if "flex" not in _FLEX_COMPILED:
-        _FLEX_COMPILED["flex"] = torch.compile(flex_attention, dynamic=False)
+        _FLEX_COMPILED["flex"] = torch.compile(flex_attention)  # the second n recompiles with dynamic shapes, once
     return _FLEX_COMPILED["flex"]
 
 

@@ -194,8 +194,9 @@ def _commit() -> tuple[str, bool]:
     return head, dirty
 
 
-def stamp(table: Table, seconds: float, started: str) -> dict[str, Any]:
-    """Write the provenance into the table's .json files and as the last line of its .md files."""
+def stamp(table: Table, seconds: float, started: str, load: list[float] | None = None) -> dict[str, Any]:
+    """Write the provenance into the table's .json files and as the last line of its .md files (``load``: the load
+    average at the run's end, when stamping again later)."""
     import torch
 
     head, dirty = _commit()
@@ -209,7 +210,7 @@ def stamp(table: Table, seconds: float, started: str) -> dict[str, Any]:
         "command": "python " + " ".join(table.command),
         "refreshed_utc": started,
         "seconds": round(seconds, 1),
-        "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
+        "load_average_at_end": load or [round(x, 2) for x in os.getloadavg()],
     }
     for name in table.files:
         path = RESULTS / name
@@ -284,7 +285,8 @@ def main(argv: list[str] | None = None) -> int:
             entry = log.get(table.name, {})
             if entry.get("engine_version") != engine_version():
                 parser.error(f"{table.name}: its last run was not with today's engine; run it instead")
-            log[table.name] = {**entry, **stamp(table, entry["seconds"], entry["started_utc"])}
+            info = stamp(table, entry["seconds"], entry["started_utc"], entry.get("load_average_at_end"))
+            log[table.name] = {**entry, **info}
         log_path.write_text(json.dumps(log, indent=2) + "\n")
         return 0
     failed = 0
