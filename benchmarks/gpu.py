@@ -1106,7 +1106,8 @@ def run(
     report["planned_limits_s"] = {k: (round(v, 1) if isinstance(v, float) else v) for k, v in planned.items()}
     print(f"==> plan (budget {budget_s} s): {json.dumps(report['planned_limits_s'])}", flush=True)
     # Steps run in processes forked from a server that imported the engine once and never touched CUDA.
-    multiprocessing.set_forkserver_preload(["benchmarks.gpu", "core", "ui.compute", "ui.views", "ui.presets"])
+    ui = ["ui.compute", "ui.views", "ui.presets"] if {"compare", "cluster", "pages"} & set(steps) else []
+    multiprocessing.set_forkserver_preload(["benchmarks.gpu", "core", *ui])
     warm = multiprocessing.get_context("forkserver").Process(target=time.sleep, args=(0,))
     warm.start()  # the server's imports, before any step's clock starts
     warm.join()
