@@ -291,8 +291,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     failed = 0
     for table in chosen:
-        log[table.name] = refresh(table)
-        failed += log[table.name]["status"] != "ok"
+        entry = refresh(table)
+        failed += entry["status"] != "ok"
+        log = json.loads(log_path.read_text()) if log_path.exists() else {}  # another refresh may have written it
+        log[table.name] = entry
         log_path.write_text(json.dumps(log, indent=2) + "\n")
     total = sum(log[t.name]["seconds"] for t in chosen)
     print(f"refreshed {len(chosen) - failed} of {len(chosen)} tables in {total:.0f} s; times in {log_path}")
