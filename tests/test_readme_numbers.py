@@ -39,7 +39,6 @@ NOT_YET_REFRESHED = {
     "method_times_cpu.json": "python -m benchmarks.refresh --only method_times",
     "interactive_cpu_2t.json": "python -m benchmarks.refresh --only interactive",
     "causal.json": "python -m benchmarks.refresh --only causal",
-    "precision_cpu.json": "python -m benchmarks.refresh --only precision",
 }
 
 
