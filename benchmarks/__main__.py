@@ -137,6 +137,14 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "--quick --out /tmp/bench",
     ),
     Benchmark(
+        "benchmarks.refresh",
+        "every CPU table the README and docs/ quote, regenerated and stamped with commit, engine version, device and "
+        "temperature (--only NAME for some, --stale for those of another engine, --list)",
+        "python -m benchmarks.refresh   (nice -n 19 on a shared machine)",
+        "refresh.json",
+        "--list",
+    ),
+    Benchmark(
         "core.claims",
         "every checkable claim of the four papers, measured (the Paper claims page's committed rows)",
         "python -m core.claims",

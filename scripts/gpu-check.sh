@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The GPU check in one command, for a bare GPU host (its own Python and torch, no network):
-#   scripts/gpu-check.sh OUT [--dry-run] [--steps ...]
+#   scripts/gpu-check.sh OUT [--dry-run] [--budget SECONDS] [--steps ...] [--limits step=seconds,...]
 # Run from anywhere; it works in the repository root. Where Streamlit is missing, the wheels carried in .whl/
-# (scripts/gpu-wheels.sh makes them here) are installed into a scratch folder first. --dry-run rehearses every step on the CPU at small sizes.
+# (scripts/gpu-wheels.sh makes them here) are installed into a scratch folder first. --dry-run rehearses every step on the CPU at small sizes; --budget plans the steps to fit a lent machine's
+# time (each step in its own process, stopped at its limit) and the tables say what each step reached.
 set -euo pipefail
 
 if [ $# -lt 1 ] || [ "${1#-}" != "$1" ]; then
-    echo "usage: scripts/gpu-check.sh OUT [--dry-run] [--steps facts,tests,scaling,compare,cluster,pages,memory,precision]" >&2
+    echo "usage: scripts/gpu-check.sh OUT [--dry-run] [--budget SECONDS] [--steps facts,scaling,tests,compare,cluster,pages,memory,precision]" >&2
     exit 2
 fi
 out="$(mkdir -p "$1" && cd "$1" && pwd)"
