@@ -84,7 +84,8 @@ elif ui.within_limits(lambda: limits.check_knobs([("n", s.n, limits.sizes_up_to(
             delta_color="off",
             help="Tiles a block-sparse kernel computes at this tile size, and (below) the entries the support keeps.",
         )
-    left, right = st.columns(2)
+    # Side by side on a screen; stacked on a projector, where each chart needs the full width for its larger legend.
+    left, right = (st.container(), st.container()) if ui.presenter_mode() else st.columns(2)
     with left:
         ui.show_figure(
             block_figs.fractions_figure(study.rows, labels, colours), "block_fractions", key="block_fractions"
