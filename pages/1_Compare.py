@@ -27,7 +27,7 @@ ui.explain(
 
 top = st.columns([3.2, 1.6, 1, 1.1])
 shared_colour = ui.toggle(
-    "One colour range for every map",
+    "One colour range",
     "samec",
     True,
     where=top[1],
