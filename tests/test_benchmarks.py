@@ -10,6 +10,7 @@ import math
 import sys
 from pathlib import Path
 
+import ci_env
 import pytest
 import torch
 
@@ -51,8 +52,8 @@ def test_time_call_respects_repeats_and_budget() -> None:
     assert slow.repeats == 1  # the budget stops after min_repeats
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the RSS high-water mark is read from /proc")
 def test_cpu_peak_memory_sees_a_large_temporary() -> None:
+    ci_env.require(sys.platform.startswith("linux"), "the RSS high-water mark is read from /proc")
     size = 64 * 2**20  # 64 MiB of float32, freed before the call returns
 
     def allocate() -> float:
@@ -177,7 +178,7 @@ def _inputs(n: int = 512, heads: int = 2, order_by_cluster: bool = False) -> cor
 
 
 def test_local_peer_computes_exactly_our_band() -> None:
-    pytest.importorskip("local_attention")
+    ci_env.import_or_unavailable("local_attention")
     from benchmarks import peers
 
     x = _inputs()
@@ -187,7 +188,7 @@ def test_local_peer_computes_exactly_our_band() -> None:
 
 
 def test_nystrom_peer_matches_ours_at_equal_landmarks() -> None:
-    pytest.importorskip("nystrom_attention")
+    ci_env.import_or_unavailable("nystrom_attention")
     from benchmarks import peers
 
     # Landmarks are means of contiguous segments: this comparison was calibrated on clusters laid out in runs.
@@ -202,8 +203,8 @@ def test_nystrom_peer_matches_ours_at_equal_landmarks() -> None:
 
 
 def test_performer_and_reformer_peers_run_at_our_temperature() -> None:
-    pytest.importorskip("performer_pytorch")
-    pytest.importorskip("reformer_pytorch")
+    ci_env.import_or_unavailable("performer_pytorch")
+    ci_env.import_or_unavailable("reformer_pytorch")
     from benchmarks import peers
 
     x = _inputs()

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import ci_env
 import pytest
 import torch
 import torch.nn.functional as F
@@ -287,7 +288,7 @@ def test_non_causal_performer_fails_the_causality_check() -> None:
 
 @pytest.fixture
 def performer_peer() -> Any:
-    return pytest.importorskip("performer_pytorch.performer_pytorch")
+    return ci_env.import_or_unavailable("performer_pytorch.performer_pytorch")
 
 
 def test_performer_matches_performer_pytorch_causal_fast_attention(performer_peer: Any, monkeypatch: Any) -> None:
@@ -332,7 +333,7 @@ def test_lsh_matches_reformer_causal_on_the_same_full_support() -> None:
     before it; ours hashes q and k apart into balanced chunks with no look-back, so on a real hash the supports
     differ and no seed makes them the same. With two Reformer chunks (each looking back at the other) and one
     chunk of ours, both supports are all earlier tokens, and the causal masking and self rule are compared."""
-    peer = pytest.importorskip("reformer_pytorch")
+    peer = ci_env.import_or_unavailable("reformer_pytorch")
     q, _, v = _qkv(n=64, d=8, heads=2, seed=1)
     beta = 0.7
     module = peer.LSHAttention(bucket_size=32, n_hashes=1, causal=True)
@@ -346,7 +347,7 @@ def test_lsh_matches_reformer_causal_on_the_same_full_support() -> None:
 def test_reformer_causal_is_a_softmax_on_its_support_under_our_self_rule() -> None:
     """On a real hash (8 chunks), Reformer's causal output is the shared-QK softmax over its own support with the
     rule ``causal_self_rule`` implements (float32: its return_attn path needs it)."""
-    peer = pytest.importorskip("reformer_pytorch")
+    peer = ci_env.import_or_unavailable("reformer_pytorch")
     q, _, v = (t.float() for t in _qkv(n=64, d=8, heads=2, seed=1))
     beta = 0.7
     module = peer.LSHAttention(bucket_size=8, n_hashes=1, causal=True, return_attn=True)
@@ -362,7 +363,7 @@ def test_reformer_causal_is_a_softmax_on_its_support_under_our_self_rule() -> No
 
 @pytest.mark.parametrize(("n", "window"), [(37, 5), (64, 8), (50, 1)])
 def test_local_matches_local_attention_causal_windows(n: int, window: int) -> None:
-    peer = pytest.importorskip("local_attention")
+    peer = ci_env.import_or_unavailable("local_attention")
     q, k, v = _qkv(n=n, d=8, heads=2, seed=n)
     module = peer.LocalAttention(
         window_size=window,
@@ -429,10 +430,10 @@ print(json.dumps(out))
 """
 
 
-@pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="needs Linux's peak-RSS reset")
 def test_causal_paths_peak_below_an_eighth_of_n_squared() -> None:
     """At n = 16384 (budget 1/64) each causal path grows the peak RSS by less than 1/8 of an n x n float32 matrix
     (128 MiB; an n x n boolean mask alone is 256 MiB), as tests/test_memory.py checks for the non-causal paths."""
+    ci_env.require(Path("/proc/self/clear_refs").exists(), "needs Linux's peak-RSS reset (/proc/self/clear_refs)")
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     done = subprocess.run(
         [sys.executable, "-c", MEMORY_SCRIPT, str(MEMORY_N)],

@@ -3,6 +3,7 @@ limits, with a clear note when refused; the figure's PNG and SVG carry axes, tit
 
 from __future__ import annotations
 
+import ci_env
 import numpy as np
 import pytest
 import torch
@@ -49,8 +50,8 @@ def test_data_export_over_the_server_limits_keeps_the_shown_copy_and_says_why(mo
     assert "128 × 128 display copy" in extra["data_note"] and "ATTN_EXPLORER_MEMORY_LIMIT" in extra["data_note"]
 
 
-@pytest.mark.skipif(chromium_path() is None, reason="static export needs Chromium")
 def test_figure_svg_carries_axes_title_and_colour_bar() -> None:
+    ci_env.require(chromium_path() is not None, "static export needs Chromium (apt-get install -y chromium)")
     a = block_reduce(np.random.default_rng(0).random((256, 256)).astype(np.float32), 2, "max")
     svg = static_image(heatmap(a, "Exact softmax", factor=2, log=True), "svg").decode("utf-8")
     for text in ("Exact softmax", "key j", "query i", "colorbar", "1e-6"):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+import ci_env
 import pytest
 import torch
 
@@ -71,7 +72,7 @@ def test_scatterbrain_without_support_is_performer_for_every_feature_map(kernel:
 
 @pytest.mark.parametrize("eps", [1e-4, 1e-6, 0.0])
 def test_performer_matches_performer_pytorch_on_the_same_projection(eps: float) -> None:
-    peer = pytest.importorskip("performer_pytorch.performer_pytorch")
+    peer = ci_env.import_or_unavailable("performer_pytorch.performer_pytorch")
     x = _inputs(n=128, d=16, heads=3, seed=5)
     q, k, v = (t.unsqueeze(0) for t in (x.q, x.k, x.v))  # (batch 1, heads 3, n, d)
     m = 48

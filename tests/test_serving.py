@@ -8,6 +8,7 @@ import inspect
 import threading
 from typing import Any
 
+import ci_env
 import pytest
 import streamlit as st
 from streamlit import config
@@ -168,8 +169,8 @@ def _has_mallinfo2() -> bool:
         return False
 
 
-@pytest.mark.skipif(not _has_mallinfo2(), reason="needs glibc 2.33 or later")
 def test_the_mmap_threshold_maps_large_arrays_every_time() -> None:
+    ci_env.require(_has_mallinfo2(), "needs glibc 2.33 or later (mallinfo2)")
     import subprocess
     import sys
     from pathlib import Path

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+import ci_env
 import pytest
 
 from ui import serving
@@ -47,9 +48,9 @@ def test_the_server_is_busy_while_a_script_runs() -> None:
         runner.join()
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="glibc's malloc_trim: the app's hosts are Debian")
 def test_a_trim_returns_freed_heap_to_the_system() -> None:
     """What the trimmer relies on: heap blocks freed between live ones stay resident until malloc_trim."""
+    ci_env.require(sys.platform == "linux", "glibc's malloc_trim: the app's hosts are Debian")
     import psutil
 
     from core import profiling

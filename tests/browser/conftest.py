@@ -13,13 +13,12 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from ci_env import unavailable
 
 from .helpers import CHROMIUM, CHROMIUM_ARGS, VIEWPORT, StreamlitServer, save_screenshot, streamlit_server
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
-
-IN_CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -53,9 +52,7 @@ def _browser_unavailable() -> str | None:
 def browser() -> Iterator[Browser]:
     reason = _browser_unavailable()
     if reason is not None:
-        if IN_CI:
-            pytest.fail(f"browser tests must run in CI: {reason}", pytrace=False)
-        pytest.skip(reason)
+        unavailable(f"browser tests must run in CI: {reason}")
     from playwright.sync_api import sync_playwright
 
     playwright = sync_playwright().start()

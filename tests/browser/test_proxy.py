@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from ci_env import unavailable
 from playwright.sync_api import expect
 
 from deploy.replicas import COOKIE, Deployment, core_shares, deployment, nginx_binary
 
-from .conftest import IN_CI
 from .helpers import PLOTLY_CHART, VIEWPORT, save_screenshot, settings_file_input, wait_for_app
 
 if TYPE_CHECKING:
@@ -36,9 +36,7 @@ def proxied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
     try:
         nginx_binary()
     except FileNotFoundError as error:
-        if IN_CI:
-            pytest.fail(f"the proxy test must run in CI: {error}", pytrace=False)
-        pytest.skip(str(error))
+        unavailable(f"the proxy test must run in CI: {error}")
     cache_dir = tmp_path_factory.mktemp("shared-cache")
     with deployment(2, cache_dir=cache_dir, run_dir=tmp_path_factory.mktemp("replicas")) as running:
         yield running
