@@ -9,11 +9,6 @@ from core import registry
 from core.errors import ParameterError
 
 
-def full_attention_memory(n: int) -> int:
-    """Scalars stored by full attention for one head: the n x n matrix."""
-    return n * n
-
-
 def budget_params(method: str, n: int, d: int, fraction: float) -> dict[str, Any]:
     """Parameters that give ``method`` about ``fraction`` of full attention's memory (n^2 per head).
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,10 +24,6 @@ def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def at_most_n(n: int, d: int) -> float:
-    return float(n)
-
-
 def masked_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Softmax over the last dimension restricted to mask; rows with an empty mask give zeros."""
     neg = torch.finfo(logits.dtype).min
@@ -39,10 +34,6 @@ def masked_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 def row_normalise(matrix: torch.Tensor) -> torch.Tensor:
     return matrix / matrix.sum(-1, keepdim=True).clamp_min(torch.finfo(matrix.dtype).tiny)
-
-
-def log_scale_count(n: int) -> float:
-    return math.log(max(n, 1))
 
 
 # ------------------------------------------------------------------ bucketed attention (lsh, local, scatterbrain)
