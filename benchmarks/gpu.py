@@ -617,14 +617,14 @@ def compare_view(plan: Plan) -> dict[str, Any]:
 
 def cluster_jobs(plan: Plan) -> dict[str, Any]:
     """A GPU worker computing for a web replica (issue 32): a Dask scheduler and one worker advertising ``GPU=1`` on
-    loopback (deploy/cluster.py), this process in the replica's place. Compare's default methods go as jobs through
+    loopback (deploy/loopback.py), this process in the replica's place. Compare's default methods go as jobs through
     ui.jobs and ui.cluster (``device=cuda`` jobs need the GPU resource); each result must match the same view computed
     here. Times: submit to result (transfer included), and the engine's own on the worker."""
     import tempfile
 
     import numpy as np
 
-    from deploy.cluster import start_scheduler, start_worker, wait_for_workers
+    from deploy.loopback import start_scheduler, start_worker, wait_for_workers
     from deploy.processes import stop
     from ui import cluster, compute, jobs
 

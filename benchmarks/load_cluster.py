@@ -6,7 +6,7 @@
 Layouts (each started fresh, one after the other, on this machine's loopback):
 - ``replicas``: today's single host, deploy/replicas.py: 2 app replicas behind nginx sharing a diskcache folder;
   heavy jobs compute inside the replica that admitted them.
-- ``cluster``: the many-host layout, deploy/cluster.py: Redis (the shared cache), a Dask scheduler, 2 CPU workers,
+- ``cluster``: the many-host layout, deploy/loopback.py: Redis (the shared cache), a Dask scheduler, 2 CPU workers,
   2 app replicas behind nginx; heavy jobs compute on the workers.
 
 Protocol clients have no cookie jar: each opens its websocket without nginx's sticky cookie, so nginx draws a new
@@ -81,14 +81,14 @@ class LayoutServer:
 
 @contextmanager
 def start_layout(layout: str, run_dir: Path) -> Iterator[LayoutServer]:
-    from deploy.cluster import cluster_deployment
+    from deploy.loopback import loopback_deployment
     from deploy.replicas import deployment
 
     if layout == "replicas":
         with deployment(2, 0, cache_dir=run_dir / "results", run_dir=run_dir / "web") as web:
             yield LayoutServer(web.url, web.cache_dir, app_pids=[r.process.pid for r in web.replicas])
     else:
-        with cluster_deployment(2, 2, 0, 0, run_dir=run_dir) as cluster:
+        with loopback_deployment(2, 2, 0, 0, run_dir=run_dir) as cluster:
             assert cluster.web is not None
             yield LayoutServer(
                 cluster.url,

@@ -143,7 +143,7 @@ def deployment(
     """Start ``replicas`` app processes and nginx on ``address:port`` (0: a free port); stop all of them on exit.
 
     With ``pin``, each replica runs on its own share of the cores (see ``core_shares``). ``env``: more variables for
-    the replicas (deploy/cluster.py gives them the Redis cache and the Dask scheduler).
+    the replicas (deploy/loopback.py gives them the Redis cache and the Dask scheduler).
     """
     if not 1 <= replicas <= 64:
         raise ValueError(f"replicas: {replicas} is outside 1..64")

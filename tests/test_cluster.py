@@ -1,7 +1,7 @@
 """Heavy jobs on real Dask workers (ui/cluster.py): results, progress, cancellation within 2 s, a worker killed
 mid-job (retried once, then a clear message), GPU placement, engine versions, and an unreachable scheduler.
 
-One cluster for the module, started by deploy/cluster.py on loopback: Redis, a Dask scheduler (one retry after a
+One cluster for the module, started by deploy/loopback.py on loopback: Redis, a Dask scheduler (one retry after a
 worker death), two CPU workers and one worker that advertises ``GPU=1`` (on this CPU host it computes on the CPU;
 the tasks here only record where they ran).
 """
@@ -33,9 +33,9 @@ SESSION = "session-a"
 def deployment() -> Iterator[Any]:
     if shutil.which("redis-server") is None:
         unavailable("redis-server is not installed (Debian: apt-get install -y redis-server)")
-    from deploy.cluster import cluster_deployment
+    from deploy.loopback import loopback_deployment
 
-    with cluster_deployment(workers=2, gpu_workers=1, web=False, extra_env={"PYTHONPATH": str(TESTS)}) as started:
+    with loopback_deployment(workers=2, gpu_workers=1, web=False, extra_env={"PYTHONPATH": str(TESTS)}) as started:
         yield started
 
 

@@ -1,4 +1,4 @@
-"""The many-host layout on loopback, for real (issue 32): deploy/cluster.py starts Redis, a Dask scheduler, two
+"""The many-host layout on loopback, for real (issue 32): deploy/loopback.py starts Redis, a Dask scheduler, two
 workers and two app replicas behind nginx; protocol clients (benchmarks/load.py's) open links on each replica.
 
 - a link computed through replica A is a cache hit on replica B, and its heavy job ran on a worker while A's
@@ -36,10 +36,10 @@ def layout() -> Iterator[Any]:
     for tool in ("redis-server", "nginx"):
         if shutil.which(tool) is None and not os.access(f"/usr/sbin/{tool}", os.X_OK):
             unavailable(f"{tool} is not installed (Debian: apt-get install -y {tool})")
-    from deploy.cluster import cluster_deployment
+    from deploy.loopback import loopback_deployment
 
     quiet = {"ATTN_EXPLORER_PREFETCH": "0", "ATTN_EXPLORER_WARMUP": "0"}  # no work the test did not ask for
-    with cluster_deployment(replicas=2, workers=2, extra_env=quiet) as started:
+    with loopback_deployment(replicas=2, workers=2, extra_env=quiet) as started:
         with started.client() as client:
             started.dask = client
             yield started
@@ -147,6 +147,6 @@ def _answers(client: Any) -> bool:
 
 
 def test_the_recipe_runs_as_a_command() -> None:
-    """``python -m deploy.cluster --help`` documents the recipe (the fixture drives the same code)."""
-    result = subprocess.run([sys.executable, "-m", "deploy.cluster", "--help"], capture_output=True, text=True)
+    """``python -m deploy.loopback --help`` documents the recipe (the fixture drives the same code)."""
+    result = subprocess.run([sys.executable, "-m", "deploy.loopback", "--help"], capture_output=True, text=True)
     assert result.returncode == 0 and "--gpu-workers" in result.stdout

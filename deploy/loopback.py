@@ -1,10 +1,10 @@
 """The many-host layout on this machine's loopback: Redis, a Dask scheduler, workers, app replicas behind nginx.
 
-    python -m deploy.cluster --replicas 2 --workers 2 --port 8080     # then open http://127.0.0.1:8080
-    python -m deploy.cluster --workers 1 --gpu-workers 1               # on a GPU host: one worker takes CUDA jobs
+    python -m deploy.loopback --replicas 2 --workers 2 --port 8080     # then open http://127.0.0.1:8080
+    python -m deploy.loopback --workers 1 --gpu-workers 1               # on a GPU host: one worker takes CUDA jobs
 
 What it starts, each as its own process group, stopped together on exit (Ctrl-C, SIGTERM, or leaving
-``cluster_deployment()``):
+``loopback_deployment()``):
 - ``redis-server`` on a free port, without persistence, ``maxmemory`` bounded with ``allkeys-lru``: the result cache
   every replica and worker shares (``ATTN_EXPLORER_CACHE_URL``);
 - ``dask scheduler`` with ``distributed.scheduler.allowed-failures`` = 1, so a job whose worker dies is retried once
@@ -43,7 +43,7 @@ ALLOWED_FAILURES = 1  # a dead worker's job is retried once elsewhere
 
 @dataclass
 class Cluster:
-    """Handles of everything ``cluster_deployment`` started."""
+    """Handles of everything ``loopback_deployment`` started."""
 
     run_dir: Path
     redis_url: str
@@ -138,7 +138,7 @@ def wait_for_workers(address: str, count: int, workers: Sequence[Process], timeo
 
 
 @contextmanager
-def cluster_deployment(
+def loopback_deployment(
     replicas: int = 2,
     workers: int = 2,
     gpu_workers: int = 0,
@@ -193,7 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--run-dir", type=Path, help="where configs and logs go (default: a temp dir)")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _raise_on_sigterm)
-    with cluster_deployment(args.replicas, args.workers, args.gpu_workers, args.port, run_dir=args.run_dir) as c:
+    with loopback_deployment(args.replicas, args.workers, args.gpu_workers, args.port, run_dir=args.run_dir) as c:
         print(
             f"serving {c.url}; redis {c.redis_url}; scheduler {c.scheduler_address}; "
             f"{len(c.workers)} worker(s); logs {c.run_dir}",
