@@ -1,5 +1,5 @@
 """What the VCC page computes on one input, as plain functions: the shown head's view (the selection tree, the
-mixed-resolution attention, the storage tree T(C) and the entries one layer update rewrites), the error-vs-budget
+mixed-resolution attention, the storage tree T(C) and the entries one layer update rewrites), the error-vs-block-count
 sweep over every selector with and without D, and the computed cost curves (App. 6.4). No Streamlit."""
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def block_sizes(n_c: int) -> list[int]:
     return [k for k in BLOCK_SIZES if k <= max(1, n_c)]
 
 
-def sweep_budgets(maximum: int) -> list[int]:
+def sweep_block_counts(maximum: int) -> list[int]:
     """Budgets h for the sweep: 0 … 4 one by one, then growing by half each step, always ending at ``maximum``."""
     grid = {0, maximum}
     h = 1
@@ -181,7 +181,7 @@ def vcc_view(
     )
 
 
-# ----------------------------------------------------------------------------- error vs budget
+# ----------------------------------------------------------------------------- error vs block count
 
 
 @dataclass(frozen=True)
@@ -204,18 +204,18 @@ def error_sweep(
     maximum: int,
     progress: ProgressFn | None = None,
 ) -> list[SweepPoint]:
-    """VIP-row and all-row output errors for every selector, with and without D, at every ``sweep_budgets`` h.
+    """VIP-row and all-row output errors for every selector, with and without D, at every ``sweep_block_counts`` h.
 
     ``params`` are VCC's other settings (mode, block size, VIPs); ``progress(fraction, label)`` is called before
     every run, which is also where a cancelled job stops.
     """
     exact = approximate("exact", q, k, v, scale=beta).output
-    budgets = sweep_budgets(maximum)
-    total = 2 * len(SELECTORS) * len(budgets)
+    block_counts = sweep_block_counts(maximum)
+    total = 2 * len(SELECTORS) * len(block_counts)
     points: list[SweepPoint] = []
     for selector in SELECTORS:
         for with_d in (True, False):
-            for h in budgets:
+            for h in block_counts:
                 if progress is not None:
                     progress(len(points) / total, selector)
                 run = dict(params, selector=selector, scale_correction=with_d, fine_blocks=h)
@@ -236,7 +236,7 @@ def error_sweep(
 
 def sweep_runs(maximum: int) -> int:
     """VCC calls ``error_sweep`` makes (for limits and time estimates)."""
-    return 2 * len(SELECTORS) * len(sweep_budgets(maximum))
+    return 2 * len(SELECTORS) * len(sweep_block_counts(maximum))
 
 
 # One VCC call in ``error_sweep``: a fixed part (the tree, the selection, Python) and a part per attention entry.
@@ -262,9 +262,11 @@ class CostCurve:
     exact_flops: np.ndarray  # exact attention FLOPs per head
 
 
-def cost_curve(lengths: Sequence[int], d: int, dv: int, n_p: int, mode: str, block_size: int, budget: int) -> CostCurve:
+def cost_curve(
+    lengths: Sequence[int], d: int, dv: int, n_p: int, mode: str, block_size: int, block_count: int
+) -> CostCurve:
     """The paper's complexity (App. 6.4) over ``lengths`` with n_p, k and h held fixed (clipped to short n)."""
-    costs = [cost_model(m, d, dv, min(n_p, m - 1), mode, min(block_size, m), int(budget)) for m in lengths]
+    costs = [cost_model(m, d, dv, min(n_p, m - 1), mode, min(block_size, m), int(block_count)) for m in lengths]
     return CostCurve(
         n=np.asarray(lengths, dtype=np.int64),
         r=np.asarray([c["r"] for c in costs], dtype=np.int64),

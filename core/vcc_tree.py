@@ -141,7 +141,7 @@ class Selection:
         return [a & ~s for a, s in zip(self.active, self.split, strict=True)]
 
     def used(self) -> torch.Tensor:
-        """(B, depth) number of nodes split by the budget at each splittable level (pass-throughs are free)."""
+        """(B, depth) number of nodes split by the block counts at each splittable level (pass-throughs are free)."""
         charged = [(s & ~p).sum(-1) for s, p in zip(self.split[:-1], self.passthrough[:-1], strict=True)]
         return torch.stack(charged, dim=-1) if charged else torch.zeros(self.split[0].shape[0], 0, dtype=torch.long)
 
@@ -190,7 +190,7 @@ def select(
     keys_c: torch.Tensor,
     scale: torch.Tensor,
     hierarchy: Hierarchy,
-    budgets: Sequence[int],
+    block_counts: Sequence[int],
     selector: str = "score",
     *,
     heads: int = 1,
@@ -199,14 +199,14 @@ def select(
     """Algorithm 1 on every batch element.
 
     vip_queries (B, n_p, d); keys_c (B, n_c, d); scale (B, 1, 1) the inverse temperature.
-    budgets: h_l for each splittable level (root first). ``heads`` > 1 pools the scores over groups of
+    block_counts: h_l for each splittable level (root first). ``heads`` > 1 pools the scores over groups of
     that many consecutive batch elements (the heads of one layer), so they share one J.
     mu (eq. 53) is the sum over VIP queries of exp(beta <p_i, c^s_x>), kept as its log.
     """
     if selector not in SELECTORS:
         raise ValueError(f"selector must be one of {SELECTORS}, got {selector!r}")
-    if len(budgets) != hierarchy.depth:
-        raise ValueError(f"need {hierarchy.depth} per-level budgets, got {len(budgets)}")
+    if len(block_counts) != hierarchy.depth:
+        raise ValueError(f"need {hierarchy.depth} per-level block_counts, got {len(block_counts)}")
     batch = keys_c.shape[0]
     device = keys_c.device
     means = level_means(keys_c, hierarchy)
@@ -239,16 +239,16 @@ def select(
             draw = torch.rand(1, lv.nodes, generator=generator, dtype=torch.float64, device="cpu")
             score = draw.to(device=device, dtype=keys_c.dtype).expand(batch, -1)
         # A tree node whose real tokens all sit in its left child (padding fills the right) holds the same
-        # tokens as that child: it passes down for free, so padding never spends the budget.
+        # tokens as that child: it passes down for free, so padding never spends a block count.
         free = act & _passes_down(hierarchy, index).to(device)[None, :]
         candidates = act & ~free & (lv.counts >= 2).to(device)[None, :]
-        chosen = _top_h(score, candidates, int(budgets[index])) | free
+        chosen = _top_h(score, candidates, int(block_counts[index])) | free
         passes.append(free)
         splits.append(chosen)
         scores.append(torch.where(act, score, torch.full_like(score, math.nan)))
         nxt = hierarchy.levels[index + 1]
         active.append(chosen[:, nxt.parent.to(device)])
-    return Selection(hierarchy, active, splits, log_mu, scores, [int(b) for b in budgets], passes)
+    return Selection(hierarchy, active, splits, log_mu, scores, [int(b) for b in block_counts], passes)
 
 
 def _passes_down(hierarchy: Hierarchy, index: int) -> torch.Tensor:
@@ -260,7 +260,7 @@ def _passes_down(hierarchy: Hierarchy, index: int) -> torch.Tensor:
 
 
 def max_splits(hierarchy: Hierarchy) -> list[int]:
-    """Most nodes each level can split with the budget if every level above splits everything it can."""
+    """Most nodes each level can split with the block counts if every level above splits everything it can."""
     return [
         int(((lv.counts >= 2) & ~_passes_down(hierarchy, index)).sum())
         for index, lv in enumerate(hierarchy.levels[:-1])

@@ -489,12 +489,12 @@ def test_bad_input_gives_clear_errors_and_budget_clamps(random_qkv) -> None:
     with pytest.raises(ParameterError, match=r"vcc\.level_blocks.*at most 5"):
         core.approximate("vcc", q, k, v, vip=8, mode="tree", level_blocks=[1, 1, 1, 1, 1, 1])
     clamped = core.approximate("vcc", q, k, v, vip=8, block_size=4, fine_blocks=30)
-    assert clamped.info["budget_clamped"] and "above the maximum 8" in clamped.info["notice"]
+    assert clamped.info["block_count_clamped"] and "above the maximum 8" in clamped.info["notice"]
     at_max = core.approximate("vcc", q, k, v, vip=8, block_size=4, fine_blocks=8)
-    assert not at_max.info["budget_clamped"] and at_max.info["notice"] == ""
+    assert not at_max.info["block_count_clamped"] and at_max.info["notice"] == ""
     torch.testing.assert_close(clamped.output, at_max.output, atol=0, rtol=0)
     tree_clamp = core.approximate("vcc", q, k, v, vip=8, mode="tree", level_blocks=[1, 5])
-    assert tree_clamp.info["budget_clamped"] and tree_clamp.info["splits_per_level"][:2] == [1, 2]
+    assert tree_clamp.info["block_count_clamped"] and tree_clamp.info["splits_per_level"][:2] == [1, 2]
 
 
 # ----------------------------------------------------------------------------- STAT over 50 seeds (claims 14-16)

@@ -49,8 +49,8 @@ def test_block_sizes_never_exceed_the_compressed_tokens() -> None:
 
 
 @pytest.mark.parametrize("maximum", [0, 1, 4, 7, 64])
-def test_sweep_budgets_cover_zero_to_the_maximum_with_unit_then_growing_steps(maximum: int) -> None:
-    grid = vcc_study.sweep_budgets(maximum)
+def test_sweep_block_counts_cover_zero_to_the_maximum_with_unit_then_growing_steps(maximum: int) -> None:
+    grid = vcc_study.sweep_block_counts(maximum)
     assert grid[0] == 0 and grid[-1] == maximum
     assert grid == sorted(set(grid))
     assert [h for h in grid if h <= 4] == list(range(min(maximum, 4) + 1))
@@ -120,7 +120,7 @@ def sweep(qkv) -> list[vcc_study.SweepPoint]:
 
 
 def test_sweep_covers_every_selector_with_and_without_d(sweep) -> None:
-    grid = vcc_study.sweep_budgets((N - N_P) // K)
+    grid = vcc_study.sweep_block_counts((N - N_P) // K)
     assert len(sweep) == vcc_study.sweep_runs((N - N_P) // K)
     for selector in vcc_tree.SELECTORS:
         for with_d in (True, False):
@@ -206,5 +206,5 @@ def test_tree_cost_r_is_n_p_plus_one_plus_the_splits() -> None:
 
 
 def test_cost_curve_clips_vip_and_block_to_short_sequences() -> None:
-    cost = vcc_study.cost_curve([4], 8, 8, n_p=10, mode="two_level", block_size=16, budget=1)
+    cost = vcc_study.cost_curve([4], 8, 8, n_p=10, mode="two_level", block_size=16, block_count=1)
     assert cost.r[0] <= 4

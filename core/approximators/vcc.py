@@ -91,7 +91,7 @@ PARAMS = (
         "fine_blocks",
         "int",
         DEFAULT_FINE,
-        "The budget h: blocks refined (two_level), or nodes split per level (tree). Above the maximum it is clamped.",
+        "Block count h: blocks refined (two_level), or nodes split per level (tree). Above the maximum it is clamped.",
         low=0,
         high=lambda n, d: n,
         budgeted=True,
@@ -127,7 +127,7 @@ PARAMS = (
 )
 
 
-# ----------------------------------------------------------------------------- budgets and cost
+# ----------------------------------------------------------------------------- block counts and cost
 
 
 def vip_positions(n: int, params: dict[str, Any]) -> list[int]:
@@ -137,8 +137,8 @@ def vip_positions(n: int, params: dict[str, Any]) -> list[int]:
     return list(range(int(params["vip"])))
 
 
-def plan_budgets(hierarchy: vcc_tree.Hierarchy, params: dict[str, Any]) -> tuple[list[int], dict[str, Any]]:
-    """Per-level split budgets h_l (root first) and a record of any clamping."""
+def plan_block_counts(hierarchy: vcc_tree.Hierarchy, params: dict[str, Any]) -> tuple[list[int], dict[str, Any]]:
+    """Per-level block counts h_l (blocks split, root first) and a record of any clamping."""
     limits = vcc_tree.max_splits(hierarchy)
     note: dict[str, Any]
     if hierarchy.mode == "two_level":
@@ -174,11 +174,11 @@ def analytic_r(n: int, n_p: int, mode: str, block_size: int, fine_blocks: int, l
     """
     n_c = n - n_p
     hierarchy = vcc_tree.build_hierarchy(n_c, mode, block_size)
-    budgets, _ = plan_budgets(hierarchy, {"fine_blocks": fine_blocks, "level_blocks": level_blocks})
+    block_counts, _ = plan_block_counts(hierarchy, {"fine_blocks": fine_blocks, "level_blocks": level_blocks})
     size = 1
     available = 1
     for index, lv in enumerate(hierarchy.levels[:-1]):
-        split = min(budgets[index], available)
+        split = min(block_counts[index], available)
         children = lv.size // hierarchy.levels[index + 1].size
         size += split * (children - 1)
         available = split * children
@@ -278,7 +278,7 @@ def _run(inputs: AttentionInputs, params: dict[str, Any]) -> Approximation:
     vip_index = torch.tensor(vip, dtype=torch.long, device=device)
     c_index = torch.tensor(positions_c, dtype=torch.long, device=device)
     hierarchy = vcc_tree.build_hierarchy(n_c, params["mode"], params["block_size"])
-    budgets, budget_note = plan_budgets(hierarchy, params)
+    block_counts, clamp_note = plan_block_counts(hierarchy, params)
     heads = inputs.batch_shape[-1] if params["share_heads"] and inputs.batch_shape else 1
     # With the default VIPs (the first positions) C is a slice of the keys, not an n x d copy.
     keys_c = inputs.k[:, n_p:] if vip == list(range(n_p)) else inputs.k[:, c_index]
@@ -287,7 +287,7 @@ def _run(inputs: AttentionInputs, params: dict[str, Any]) -> Approximation:
         keys_c,
         inputs.scale,
         hierarchy,
-        budgets,
+        block_counts,
         params["selector"],
         heads=heads,
         generator=inputs.generator(stream=1),
@@ -303,10 +303,10 @@ def _run(inputs: AttentionInputs, params: dict[str, Any]) -> Approximation:
     )
     r_list = [int(x) for x in r.tolist()]
     notice = ""
-    if budget_note["clamped"]:
+    if clamp_note["clamped"]:
         notice = (
-            f"fine_blocks {budget_note['requested']} is above the maximum {budget_note['maximum']} for this input; "
-            f"used {budget_note['used']}."
+            f"fine_blocks {clamp_note['requested']} is above the maximum {clamp_note['maximum']} for this input; "
+            f"used {clamp_note['used']}."
         )
     info = {
         "mode": params["mode"],
@@ -317,8 +317,8 @@ def _run(inputs: AttentionInputs, params: dict[str, Any]) -> Approximation:
         "r": r_list[0] if len(set(r_list)) == 1 else r_list,
         "r_min": min(r_list),
         "r_max": max(r_list),
-        "budget": budget_note,
-        "budget_clamped": bool(budget_note["clamped"]),
+        "block_counts": clamp_note,
+        "block_count_clamped": bool(clamp_note["clamped"]),
         "notice": notice,
         "splits_per_level": selection.used()[0].tolist(),
         "selection_shared_over": heads,
