@@ -92,6 +92,21 @@ def open_page() -> Callable[..., AppTest]:
     return open_app_page
 
 
+@pytest.fixture(scope="session")
+def opened_page() -> Callable[..., AppTest]:
+    """``opened_page(path, **params)``: like ``open_page``, but one AppTest per (page, link) for the whole session,
+    shared by the tests that only read what the page shows (its tiles, its text). Never click or type in it."""
+    opened: dict[tuple[str, tuple[tuple[str, str], ...]], AppTest] = {}
+
+    def get(path: str, /, **params: str | list[str]) -> AppTest:
+        key = (path, tuple(sorted((k, repr(v)) for k, v in params.items())))
+        if key not in opened:
+            opened[key] = open_app_page(path, timeout=300, **params)
+        return opened[key]
+
+    return get
+
+
 @pytest.fixture
 def one_thread() -> Iterator[None]:
     """Torch on one thread for this test: small matrices (dense SVDs above all) get many times slower when two

@@ -57,14 +57,14 @@ def test_the_check_fails_when_the_numbers_disagree() -> None:
 
 
 @pytest.mark.parametrize(("page", "query", "claims", "no_claim"), VIEWS)
-def test_each_step_and_preset_shows_what_it_claims(page: str, query: str, claims, no_claim: str, open_page) -> None:  # type: ignore[no-untyped-def]
+def test_each_step_and_preset_shows_what_it_claims(page: str, query: str, claims, no_claim: str, opened_page) -> None:  # type: ignore[no-untyped-def]
     assert claims or no_claim, (
         'say what this view shows: claims = ["lsh < performer"] (lesson TOML) or claims=(...) (ui/presets.py), '
         "or why no number can show it (no_claim)"
     )
     if not claims:
         return
-    at = open_page(page, timeout=300, **_params(query))
+    at = opened_page(page, **_params(query))
     assert not at.exception, [e.value for e in at.exception]
     tiles = {m.label: m.value for m in at.metric}
     verdicts = [step_claims.check(claim, tiles, LABELS) for claim in claims]

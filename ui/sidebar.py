@@ -747,6 +747,27 @@ def _log_grid(low: float, high: float, default: float, points: int = 25) -> list
     return sorted(g for g in grid if low <= g <= high)
 
 
+def budget_or_nothing(method: str, n: int, d: int, fraction: float) -> dict[str, Any]:
+    """``core.budget_params``, or {} where the budget does not apply at these sizes."""
+    try:
+        return core.budget_params(method, n, d, fraction)
+    except core.ParameterError:
+        return {}
+
+
+def linked_params(method: str, n: int, d: int, fraction: float) -> dict[str, Any]:
+    """The parameters ``method_controls`` returns for a link that sets none of the method's knobs: its defaults,
+    with the budgeted ones following the budget."""
+    spec = registered_methods()[method]
+    budget = budget_or_nothing(method, n, d, fraction)
+    values = {
+        p.name: budget.get(p.name, spec.validate({}, n, d).get(p.name, p.default))
+        for p in spec.params
+        if p.name != CAUSAL
+    }
+    return spec.validate({k: v for k, v in values.items() if v is not None}, n, d)
+
+
 def method_controls(settings: Settings, method: str, where: Any = None) -> dict[str, Any]:
     """Controls for one method's parameters, generated from its ParamSpecs and bound to the URL.
 
@@ -756,10 +777,7 @@ def method_controls(settings: Settings, method: str, where: Any = None) -> dict[
     where = where or st
     spec = registered_methods()[method]
     n, d = settings.n, settings.d
-    try:
-        budget = core.budget_params(method, n, d, settings.fraction)
-    except core.ParameterError:
-        budget = {}
+    budget = budget_or_nothing(method, n, d, settings.fraction)
     budgeted = [p for p in spec.params if p.budgeted]
     linked = True
     if budgeted:

@@ -48,7 +48,17 @@ def temperature_sweep(
 ) -> dict[str, Any]:
     """Errors of every method over the temperatures, and the randomised methods' ``redraws`` draws (cached; heavy
     settings queue in the scheduler)."""
-    view = views.TemperatureSweep(
+    view = sweep_view(s, taus, methods, params, redraws)
+    random = sum(registry.get(m).randomized for m in methods)
+    work = len(taus) * s.spec.heads * s.spec.n**2 * (len(methods) + 1 + (redraws - 1) * (random + 1))
+    return views.run(view, estimate_seconds(work), title="The temperature sweep")  # type: ignore[no-any-return]
+
+
+def sweep_view(
+    s: Settings, taus: np.ndarray, methods: Sequence[str], params: dict[str, dict[str, Any]], redraws: int = 1
+) -> views.TemperatureSweep:
+    """The view the page's sweep computes (its cache key)."""
+    return views.TemperatureSweep(
         inputs=s.spec,
         taus=tuple(float(t) for t in taus),
         methods=tuple(methods),
@@ -59,9 +69,6 @@ def temperature_sweep(
         causal=s.causal,
         redraws=redraws,
     )
-    random = sum(registry.get(m).randomized for m in methods)
-    work = len(taus) * s.spec.heads * s.spec.n**2 * (len(methods) + 1 + (redraws - 1) * (random + 1))
-    return views.run(view, estimate_seconds(work), title="The temperature sweep")  # type: ignore[no-any-return]
 
 
 def heads_layers(s: Settings) -> list[int]:
