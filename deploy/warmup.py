@@ -163,7 +163,7 @@ async def warm_link(stream_url: str, path: str, should_yield: Callable[[], bool]
 
 def _other_runs(own: bool) -> int:
     """Script runs in progress that are not the warm-up's own."""
-    from ui.prefetch import runs_in_progress
+    from service.prefetch import runs_in_progress
 
     return runs_in_progress() - (1 if own else 0)
 
@@ -233,7 +233,7 @@ def _wait_healthy(base_url: str, stop: threading.Event, timeout_s: float = 120.0
 def run(base_url: str, stop: threading.Event) -> list[LinkResult] | None:
     """The warm-up of the server at ``base_url`` (http://host:port[/base]): None when another process of the same
     cache folder warms it, or it was already warmed for this engine version."""
-    from ui import result_cache
+    from service import result_cache
 
     cache_dir = result_cache.cache_dir()
     marker = marker_path(cache_dir, result_cache.ENGINE_VERSION)

@@ -16,7 +16,8 @@ import pytest
 
 from benchmarks.load import _run_async
 from deploy import processes, warmup
-from ui import lessons, page_registry, result_cache
+from service import result_cache
+from ui import lessons, page_registry
 from ui.presets import PRESETS
 
 # A link whose work starts on a button ("Measure the claims", estimated over 3 s): two papers, no real heads.

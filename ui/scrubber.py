@@ -14,10 +14,10 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 from core.scrub import ScrubViews, SplitViews
+from service.views import SplitScrub, TemperatureScrub, method_params, params_key
+from service.views import run as run_view
 from ui.figures.palette import method_colour, other_colour
 from ui.plotly_chart import plotly_chart
-from ui.views import SplitScrub, TemperatureScrub, method_params, params_key
-from ui.views import run as run_view
 
 LOG_FLOOR = 1e-6  # attention maps are drawn as log10(weight), floored here
 

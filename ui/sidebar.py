@@ -18,8 +18,9 @@ import core.uploads
 from core import device as core_device
 from core import registry
 from core.registry import CAUSAL
-from ui import compute, page_lifecycle, page_registry, uploads, url_params, views, widgets
-from ui.compute import InputSpec
+from service import compute, uploads, views
+from service.views import InputSpec
+from ui import page_lifecycle, page_registry, url_params, widgets
 
 SOURCES = ("clustered", "gaussian", "real", "upload")
 SOURCE_LABELS = {
@@ -107,7 +108,7 @@ def fmt_tau(x: float) -> str:
 @dataclass(frozen=True)
 class Settings:
     """The shared sidebar settings of one page run, parsed from the URL once. The engine calls are built from it as
-    views (``ui.views``), whose fields are their cache keys."""
+    views (``service.views``), whose fields are their cache keys."""
 
     spec: InputSpec  # what determines q, k, v; its seed is every random draw's (data and methods)
     tau: float  # temperature: logits = q.k / tau
@@ -349,6 +350,12 @@ def device_control(where: Any, default: str = "auto") -> tuple[str, torch.device
         return device, torch.device("cpu")
 
 
+def real_token_count(text: str) -> int:
+    """The text's token count; the model runs on a new text (kept in the service), with a spinner after 0.5 s."""
+    with st.spinner("Running the MiniLM model on the text…"):
+        return compute.real_token_count(text)
+
+
 def sidebar(
     *,
     sources: tuple[str, ...] = SOURCES,
@@ -411,11 +418,11 @@ def sidebar(
             help="MiniLM has 6 layers of 12 heads, head dimension 32.",
         )
         try:
-            tokens = compute.real_token_count(text)
+            tokens = real_token_count(text)
         except core.ParameterError as exc:
             page_lifecycle.notice(f"The text could not be used ({exc}); using the default text.")
             text = core.data.default_text()
-            tokens = compute.real_token_count(text)
+            tokens = real_token_count(text)
         n, d, heads = tokens, REAL_D, REAL_HEADS
         bar.caption(f"n = {tokens} tokens, d = {REAL_D}, {REAL_HEADS} heads (fixed by the model).")
         clusters, spread = base["clusters"], base["spread"]

@@ -1,5 +1,5 @@
 """The Error vs entropy page's engine calls: the temperature sweep (through the shared scheduler and disk cache)
-and, for the real model, every head of every layer. Numbers come from core.sweeps and ui.compute unchanged."""
+and, for the real model, every head of every layer. Numbers come from core.sweeps and service.compute unchanged."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 
 from core import limits, registry
-from ui import compute, views
-from ui.jobs import estimate_seconds
+from service import compute, views
+from service.scheduler import estimate_seconds
 from ui.sidebar import Settings
 
 REAL_LAYERS = 6

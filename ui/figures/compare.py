@@ -13,10 +13,10 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from core import compare
+from service.downsampling import block_reduce
 from ui.figures import GridCell, heatmap_grid, line_figure, method_colour
 from ui.figures.axes import use_decades
 from ui.figures.contrast import parse_colour
-from ui.figures.downsampling import block_reduce
 
 # ------------------------------------------------------------------ Compare
 

@@ -10,7 +10,8 @@ import pandas as pd
 import streamlit as st
 
 from core import claims
-from ui import claims_table, views
+from service import views
+from ui import claims_table
 
 AUTO_SECONDS = 3.0  # claims estimated above this wait for the button: the table never waits long on a fresh server
 MEASURE_LABEL = "Measure the claims"

@@ -12,7 +12,7 @@ import ui
 from core import limits
 from core import rank_heads as rh
 from core import rank_heads_study as study
-from ui import views
+from service import views
 from ui.controls.rank_heads import AUTO_SECONDS, STEPS, RankHeadsControls
 
 INTRO = (

@@ -9,10 +9,11 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+import service.views
 import ui
 from core import limits as server_limits
 from core import vcc_study
-from ui.compute import reorder
+from service.compute import reorder
 from ui.controls.vcc import VccControls
 from ui.figures import vcc as figures
 
@@ -140,9 +141,9 @@ def _budget_sweep(s: ui.Settings, controls: VccControls) -> list[vcc_study.Sweep
     """The sweep from the shared cache, or run as a job (a long one waits for its button); None if not run."""
     sweep_key = controls.sweep_params()
     runs = vcc_study.sweep_runs(controls.budget_max)
-    view = ui.views.VccSweep(s.spec, s.beta, ui.params_key(sweep_key), s.seed, controls.budget_max)
+    view = service.views.VccSweep(s.spec, s.beta, ui.params_key(sweep_key), s.seed, controls.budget_max)
     sweep_seconds = vcc_study.sweep_seconds(runs, s.spec.heads, s.n)
-    sweep = ui.views.lookup(view)
+    sweep = service.views.lookup(view)
     if sweep is None and ui.within_limits(
         lambda: server_limits.check(
             "n",
@@ -158,7 +159,7 @@ def _budget_sweep(s: ui.Settings, controls: VccControls) -> list[vcc_study.Sweep
         if sweep_seconds > SWEEP_AUTO_SECONDS and st.button(label, key="vcc_sweep", type="primary"):
             requested.add(view.cache_key())
         if sweep_seconds <= SWEEP_AUTO_SECONDS or view.cache_key() in requested:
-            sweep = ui.views.run(view, sweep_seconds, title="Sweeping the budget for every selector")
+            sweep = service.views.run(view, sweep_seconds, title="Sweeping the budget for every selector")
     return sweep
 
 

@@ -15,13 +15,13 @@ In front of it, each process keeps a ``MemoryLayer``: decoded values shared by a
 by ``ATTN_EXPLORER_MEMORY_CACHE_BYTES``. Its values are frozen (read-only arrays), so one copy serves every session.
 
 Values are stored as bytes only: one ``np.savez`` archive whose arrays hold the numbers and whose ``__meta__``
-entry is JSON describing the structure (dicts, lists, tuples, scalars, strings and dataclasses of ``core``/``ui``).
-Nothing is ever pickled or unpickled, so a tampered cache file cannot run code.
+entry is JSON describing the structure (dicts, lists, tuples, scalars, strings and dataclasses of
+``core``/``service``/``ui``). Nothing is ever pickled or unpickled, so a tampered cache file cannot run code.
 
 Keys: sha256 of the JSON of (``ENGINE_VERSION``, name, canonical settings). ``ENGINE_VERSION`` is a hash of the
-source of ``core/``, ``ui/`` and ``pages/`` (page sections in ``ui/panels`` hand work to the cache too), computed
-once at import: any change to the code that produces a result makes the old entries unreachable (they age out by
-LRU).
+source of ``core/``, ``service/``, ``ui/`` and ``pages/`` (page sections in ``ui/panels`` hand work to the cache
+too), computed once at import: any change to the code that produces a result makes the old entries unreachable
+(they age out by LRU).
 """
 
 from __future__ import annotations
@@ -50,13 +50,13 @@ import torch
 
 from core import cancel as core_cancel
 from core import config
-from ui import streamlit_compat
+from service import diskcache_compat
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DIR = config.DEFAULT_CACHE_DIR
 DEFAULT_BYTES = config.default("cache_bytes")
 META = "__meta__"
-_ALLOWED_MODULES = ("core", "ui")  # dataclasses are rebuilt only from the project's own modules
+_ALLOWED_MODULES = ("core", "service", "ui")  # dataclasses are rebuilt only from the project's own modules
 
 T = TypeVar("T")
 
@@ -64,7 +64,7 @@ T = TypeVar("T")
 def _engine_version() -> str:
     digest = hashlib.sha256()
     # This file too: a change to the stored format must not serve entries written in the old one.
-    files = sorted((ROOT / "core").rglob("*.py")) + sorted((ROOT / "ui").rglob("*.py"))
+    files = [path for part in ("core", "service", "ui") for path in sorted((ROOT / part).rglob("*.py"))]
     files += sorted((ROOT / "pages").glob("*.py"))
     for path in files:
         if path.is_file():
@@ -423,7 +423,6 @@ def decode(data: bytes) -> Any:
 
 DEFAULT_MEMORY_BYTES = config.default("memory_cache_bytes")
 VALUE_OVERHEAD_BYTES = 4096  # charged per value on top of its arrays (objects, dicts, small fields)
-_LOCK_STRIPES = 64
 
 
 def memory_limit() -> int:
@@ -463,6 +462,12 @@ def value_bytes(value: Any) -> int:
     return VALUE_OVERHEAD_BYTES + sum(sizes)
 
 
+@dataclasses.dataclass
+class _Producing:
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+    waiting: int = 0  # threads producing or waiting for this key
+
+
 class MemoryLayer:
     """Decoded results this process serves to all its sessions without a copy: least recently used out first,
     bounded in bytes (``cachetools.LRUCache`` with ``value_bytes`` as the size). ``st.cache_data`` instead gives
@@ -475,7 +480,7 @@ class MemoryLayer:
             cachetools.LRUCache(maxsize=limit, getsizeof=value_bytes) if limit > 0 else None
         )
         self._lock = threading.Lock()
-        self._stripes = [threading.Lock() for _ in range(_LOCK_STRIPES)]
+        self._producing: dict[str, _Producing] = {}  # key -> its lock, while some thread produces it
 
     def get(self, full: str) -> Any | None:
         if self._lru is None:
@@ -496,15 +501,29 @@ class MemoryLayer:
 
     def remember(self, full: str, produce: Callable[[], T]) -> tuple[T, bool]:
         """(value, True) from memory, or (``produce()``, False) kept for next time. Concurrent callers with the
-        same key wait for one ``produce`` (a class opening one link computes it once), as ``st.cache_data`` did."""
+        same key wait for one ``produce`` (a class opening one link computes it once), as ``st.cache_data`` did.
+
+        One lock per key being produced, not per stripe of keys: a ``produce`` may itself remember other keys (a
+        method's run needs exact attention, which needs the inputs), and two keys sharing a lock would deadlock."""
         hit = self.get(full)
         if hit is not None:
             return hit, True
-        with self._stripes[hash(full) % _LOCK_STRIPES]:
-            hit = self.get(full)
-            if hit is not None:
-                return hit, True
-            return self.put(full, produce()), False
+        with self._lock:
+            producing = self._producing.get(full)
+            if producing is None:
+                producing = self._producing[full] = _Producing()
+            producing.waiting += 1
+        try:
+            with producing.lock:
+                hit = self.get(full)
+                if hit is not None:
+                    return hit, True
+                return self.put(full, produce()), False
+        finally:
+            with self._lock:
+                producing.waiting -= 1
+                if producing.waiting == 0:
+                    del self._producing[full]
 
     def clear(self) -> None:
         if self._lru is not None:
@@ -655,7 +674,7 @@ def flush_writes() -> None:
 def _evict(cache: diskcache.Cache, limit: int) -> None:
     """Drop least-recently-used entries, one at a time, until the cache fits its bound."""
     while cache.volume() > limit:
-        key = streamlit_compat.oldest_entry_key(cache)
+        key = diskcache_compat.oldest_entry_key(cache)
         if key is None or not cache.delete(key, retry=True):
             return
 
