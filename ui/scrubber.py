@@ -274,7 +274,7 @@ def tau_grid(tau: float, options: list[float], half_width: int = GRID_HALF_WIDTH
 
 @st.cache_data(show_spinner="Precomputing every temperature…", max_entries=16)
 def _views(view: TemperatureScrub) -> ScrubViews:
-    return view.compute()  # type: ignore[no-any-return]
+    return view.compute()
 
 
 def scrubber_section(settings: object, methods: list[str], params: Mapping[str, Mapping[str, object]]) -> None:

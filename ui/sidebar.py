@@ -314,7 +314,7 @@ def _causal_asked(page: page_lifecycle.PageState) -> bool:
     if "causal" in st.session_state:
         return bool(st.session_state["causal"])
     raw = page.raw.get("causal") or url_params.raw_params().get("causal")
-    return bool(raw) and str(raw[-1]).strip().lower() in registry.TRUE_TEXTS
+    return raw is not None and len(raw) > 0 and str(raw[-1]).strip().lower() in registry.TRUE_TEXTS
 
 
 def _follow_source_switch(page: page_lifecycle.PageState, source: str, base: dict[str, Any], show_budget: bool) -> None:
@@ -814,14 +814,14 @@ def _param_widget(p: core.ParamSpec, key: str, start: Any, n: int, d: int, where
             return widgets.int_slider(label, key, lo, hi, int(start), help=p.help, where=where)
         return widgets.int_input(label, key, lo, hi, int(start), help=p.help, where=where)
     if p.kind == "float":
-        lo = float(low) if low is not None else 0.0
-        hi = float(high) if high is not None else max(lo + 1.0, float(start) * 10)
-        if p.log and lo > 0:
+        lo_f = float(low) if low is not None else 0.0
+        hi_f = float(high) if high is not None else max(lo_f + 1.0, float(start) * 10)
+        if p.log and lo_f > 0:
             return widgets.log_slider(
-                label, key, _log_grid(lo, hi, float(start)), float(start), help=p.help, where=where
+                label, key, _log_grid(lo_f, hi_f, float(start)), float(start), help=p.help, where=where
             )
         return widgets.float_slider(
-            label, key, lo, hi, float(start), step=(hi - lo) / 100 or 0.01, help=p.help, where=where
+            label, key, lo_f, hi_f, float(start), step=(hi_f - lo_f) / 100 or 0.01, help=p.help, where=where
         )
     # int_list: comma-separated integers
     if start is None:

@@ -161,7 +161,7 @@ def _replaceable(function: Any, own_module: str) -> bool:
 
 
 def install_config_readers(
-    get_option: Callable[[str], Any], get_options_for_section: Callable[[str], dict[str, Any]]
+    get_option: Callable[..., Any], get_options_for_section: Callable[..., dict[str, Any]]
 ) -> None:
     """Route ``streamlit.config.get_option`` / ``get_options_for_section`` to the given readers (process-wide)."""
     from streamlit import config
@@ -172,7 +172,7 @@ def install_config_readers(
         config.get_options_for_section = get_options_for_section
 
 
-def wrap_handle_backmsg(wrap: Callable[[Callable[[Any, Any], Any]], Callable[[Any, Any], Any]]) -> None:
+def wrap_handle_backmsg(wrap: Callable[[Callable[[Any, Any], Any]], Callable[..., Any]]) -> None:
     """Replace ``AppSession.handle_backmsg`` (every browser message to a session) by ``wrap(original)``."""
     from streamlit.runtime.app_session import AppSession
 

@@ -61,7 +61,7 @@ def temperature_sweep(
     )
     random = sum(registry.get(m).randomized for m in methods)
     work = len(taus) * s.spec.heads * s.spec.n**2 * (len(methods) + 1 + (redraws - 1) * (random + 1))
-    return views.run(view, estimate_seconds(work), title="The temperature sweep")  # type: ignore[no-any-return]
+    return views.run(view, estimate_seconds(work), title="The temperature sweep")
 
 
 def heads_layers(s: Settings) -> list[int]:
@@ -73,7 +73,7 @@ def real_heads_table(
     s: Settings,
     methods: Sequence[str],
     params: dict[str, dict[str, Any]],
-    progress: Callable[[int], None],
+    progress: Callable[[int], object],
 ) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
     """One row per (method, layer, head) at the sidebar temperature, and (method, error) refusals: every layer of the
     real model, or the one layer of an upload (its heads as the sidebar keeps them)."""

@@ -101,12 +101,12 @@ def heatmaps(view: vcc_study.VccView, head: int, n: int, tokens: list[str] | Non
     )
     cells: list[ui.GridCell | None] = []
     exports: dict[str, dict[str, Any]] = {}
-    for title, matrix, drawn, kind in maps:
+    for title, matrix, shown, kind in maps:
         log = log_colour and kind == "attention"
         hover = "error" if kind == "error" else "value"
         cells.append(
             ui.GridCell(
-                title, drawn, kind=kind, log=log, factor=factor, hover_label=hover, x_title=True, labels=tick_labels
+                title, shown, kind=kind, log=log, factor=factor, hover_label=hover, x_title=True, labels=tick_labels
             )
         )
         exports[title] = {
@@ -154,7 +154,7 @@ def _budget_sweep(s: ui.Settings, controls: VccControls) -> list[vcc_study.Sweep
             ),
         )
     ):
-        requested: set[tuple] = st.session_state.setdefault("vcc_sweeps_requested", set())  # survives other reruns
+        requested: set[str] = st.session_state.setdefault("vcc_sweeps_requested", set())  # survives other reruns
         label = f"Sweep the budget ({runs} VCC runs, about {sweep_seconds:.0f} s)"
         if sweep_seconds > SWEEP_AUTO_SECONDS and st.button(label, key="vcc_sweep", type="primary"):
             requested.add(view.cache_key())
