@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import atexit
 import concurrent.futures
+import contextlib
 import dataclasses
+import fcntl
 import hashlib
 import importlib
 import io
@@ -38,7 +40,8 @@ import math
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -795,3 +798,78 @@ def clear() -> None:
     cache = get_cache()
     cache.clear(retry=True)
     cache.stats(enable=True, reset=True)
+
+
+# ------------------------------------------------------------------ the warm-up's marker and lock
+
+# They live in the cache they describe: on the Redis server when the cache is Redis (a new or flushed server is
+# warmed, whatever a host's folder holds), else in the cache folder. deploy/warmup.py reads and writes them here.
+REDIS_WARMUP_DONE = "attn-explorer:warmup:done:"  # + the engine version: the finished warm-up's summary (JSON)
+REDIS_WARMUP_LOCK = "attn-explorer:warmup:lock"  # one warm-up at a time per server; it expires if its holder dies
+WARMUP_LOCK_SECONDS = 6 * 3600
+_RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
+
+
+def warmup_marker_path(folder: Path, version: str) -> Path:
+    """The marker of a finished warm-up in a cache folder."""
+    return folder / f"warmup-{version}.json"
+
+
+def warmup_place() -> str:
+    """Where the warm-up's marker and lock are, in words (for the log)."""
+    store = redis_store()
+    return f"Redis at {store.where}" if store is not None else str(cache_dir())
+
+
+def warmup_marker(version: str | None = None) -> str | None:
+    """The summary of the finished warm-up of this engine version in this cache, or None when it was not warmed
+    (or the Redis server does not answer)."""
+    version = version or ENGINE_VERSION
+    store = redis_store()
+    if store is not None:
+        data = store.call(lambda client: client.get(REDIS_WARMUP_DONE + version), None)
+        return None if data is None else _text(data)
+    path = warmup_marker_path(cache_dir(), version)
+    return path.read_text() if path.exists() else None
+
+
+def mark_warmed(summary: str, version: str | None = None) -> bool:
+    """Record that this cache is warmed for this engine version (False when the Redis server refused it)."""
+    version = version or ENGINE_VERSION
+    store = redis_store()
+    if store is not None:
+        return bool(store.call(lambda client: client.set(REDIS_WARMUP_DONE + version, summary), False))
+    path = warmup_marker_path(cache_dir(), version)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(summary)
+    return True
+
+
+@contextlib.contextmanager
+def warmup_lock() -> Iterator[bool]:
+    """True while this process holds the cache's warm-up lock; False when another process holds it (or the Redis
+    server does not answer: then there is no cache to warm)."""
+    store = redis_store()
+    if store is not None:
+        token = uuid.uuid4().hex
+        held = bool(
+            store.call(lambda client: client.set(REDIS_WARMUP_LOCK, token, nx=True, ex=WARMUP_LOCK_SECONDS), False)
+        )
+        try:
+            yield held
+        finally:
+            if held:  # only our own lock: one that expired and was taken by another process stays
+                store.call(lambda client: client.eval(_RELEASE, 1, REDIS_WARMUP_LOCK, token), 0)
+        return
+    folder = cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "warmup.lock", "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
