@@ -557,7 +557,8 @@ def _measure(
 def compare_runs(plan: Plan) -> tuple[Any, float, list[Any]]:
     """(input spec, beta, one ``MethodRun`` view per default method) of the Compare page's default view at n = 4096
     (the dry run: 256) on the check's device."""
-    from ui import presets, views
+    from service import views
+    from ui import presets
 
     sidebar = importlib.import_module("ui.sidebar")  # the package exports a function of that name
     n = 256 if plan.dry_run else COMPARE_N
@@ -585,9 +586,10 @@ def compare_runs(plan: Plan) -> tuple[Any, float, list[Any]]:
 
 
 def compare_view(plan: Plan) -> dict[str, Any]:
-    """The Compare page's default view through ui.compute: exact, then each default method with its errors, as the
+    """The Compare page's default view through service.compute: exact, then each default method with its errors, as the
     page computes them (no cache). Warm: the second pass is timed."""
-    from ui import compute, presets, views
+    from service import compute, views
+    from ui import presets
 
     spec, beta, runs = compare_runs(plan)
     device_name = plan.device.type
@@ -618,15 +620,16 @@ def compare_view(plan: Plan) -> dict[str, Any]:
 def cluster_jobs(plan: Plan) -> dict[str, Any]:
     """A GPU worker computing for a web replica (issue 32): a Dask scheduler and one worker advertising ``GPU=1`` on
     loopback (deploy/loopback.py), this process in the replica's place. Compare's default methods go as jobs through
-    ui.jobs and ui.cluster (``device=cuda`` jobs need the GPU resource); each result must match the same view computed
-    here. Times: submit to result (transfer included), and the engine's own on the worker."""
+    service.scheduler and service.dask_client (``device=cuda`` jobs need the GPU resource); each result must match the
+    same view computed here. Times: submit to result (transfer included), and the engine's own on the worker."""
     import tempfile
 
     import numpy as np
 
     from deploy.loopback import start_scheduler, start_worker, wait_for_workers
     from deploy.processes import stop
-    from ui import cluster, compute, jobs
+    from service import compute, dask_client
+    from service.scheduler import Scheduler
 
     _, _, runs = compare_runs(plan)
     rows: list[dict[str, Any]] = []
@@ -634,8 +637,8 @@ def cluster_jobs(plan: Plan) -> dict[str, Any]:
         run_dir, env = Path(folder), dict(os.environ)
         scheduler, address = start_scheduler(run_dir, env)
         worker = start_worker(run_dir, env, address, "gpu-1", gpu=True, torch_threads=max(1, os.cpu_count() or 1))
-        runner = cluster.ClusterRunner(address)
-        sched = jobs.Scheduler(1, is_active=lambda session: None, cluster=lambda: runner)
+        runner = dask_client.ClusterRunner(address)
+        sched = Scheduler(1, is_active=lambda session: None, cluster=lambda: runner)
         try:
             wait_for_workers(address, 1, [worker], 60)
             for run in runs:
@@ -653,7 +656,7 @@ def cluster_jobs(plan: Plan) -> dict[str, Any]:
                     {
                         "method": run.method,
                         "device": job.result.device,
-                        "resources": cluster.resources_for(run),
+                        "resources": dask_client.resources_for(run),
                         "submit_to_result_s": remote_s,
                         "worker_engine_s": job.result.seconds,
                         "here_engine_s": here.seconds,
@@ -1107,7 +1110,7 @@ def run(
     report["planned_limits_s"] = {k: (round(v, 1) if isinstance(v, float) else v) for k, v in planned.items()}
     print(f"==> plan (budget {budget_s} s): {json.dumps(report['planned_limits_s'])}", flush=True)
     # Steps run in processes forked from a server that imported the engine once and never touched CUDA.
-    ui = ["ui.compute", "ui.views", "ui.presets"] if {"compare", "cluster", "pages"} & set(steps) else []
+    ui = ["service.compute", "service.views", "ui.presets"] if {"compare", "cluster", "pages"} & set(steps) else []
     multiprocessing.set_forkserver_preload(["benchmarks.gpu", "core", *ui])
     warm = multiprocessing.get_context("forkserver").Process(target=time.sleep, args=(0,))
     warm.start()  # the server's imports, before any step's clock starts

@@ -6,7 +6,7 @@
 Measured through ``torch.utils.benchmark`` (``benchmarks.harness.time_engine``: a warm-up call, then
 ``Timer.blocked_autorange`` for about ``--repeats`` calls; medians per call, every cache cleared in each call):
 1. ``compare_default``: the Compare page's computation at its defaults (clustered input, n = 512, d = 64,
-   4 heads, tau = 0.3, budget 1/8, methods performer, lsh, scatterbrain, nystrom): ui.compute's load_inputs,
+   4 heads, tau = 0.3, budget 1/8, methods performer, lsh, scatterbrain, nystrom): service.compute's load_inputs,
    exact and run_method_now (what run_method computes when neither its memory layer nor the shared disk cache has
    the result: each method, its dense attention, the error maps and metrics). Goal: <= 0.3 s.
 2. ``compare_all``: the same with every non-oracle method (the goal's wording: every non-oracle method + exact).
@@ -94,33 +94,32 @@ def _ui_compute() -> Any:
         import logging
 
         logging.getLogger("streamlit").setLevel(logging.ERROR)
-        from ui import compute
-    # cache_data outside a Streamlit runtime warns on every call; the memory cache it falls back to is what we time
-    logging.getLogger("streamlit.runtime.caching.cache_data_api").setLevel(logging.ERROR)
+        from service import compute
     return compute
 
 
 def compare_page(methods: list[str], repeats: int, **overrides: Any) -> dict[str, Any]:
-    """Cold-cache time of the Compare page's engine work through ui.compute (as the page calls it)."""
+    """Cold-cache time of the Compare page's engine work through service.compute (as the page calls it)."""
     import core
+    from service import result_cache, views
 
     compute = _ui_compute()
     cfg = {**compare_defaults(), **overrides}
-    spec = compute.InputSpec("clustered", cfg["n"], cfg["d"], cfg["heads"], cfg["clusters"], cfg["spread"], cfg["seed"])
+    spec = views.InputSpec("clustered", cfg["n"], cfg["d"], cfg["heads"], cfg["clusters"], cfg["spread"], cfg["seed"])
     beta = 1.0 / cfg["tau"]
     params = {m: core.budget_params(m, cfg["n"], cfg["d"], cfg["budget"]) for m in methods}
 
     def inputs() -> None:
-        compute.load_inputs.clear()
+        result_cache.memory().clear()
         compute.load_inputs(spec)
 
     def exact() -> None:
-        compute.exact.clear()
-        compute.exact(compute.ExactAttention(spec, beta, "cpu"))
+        result_cache.memory().clear()
+        compute.exact(views.ExactAttention(spec, beta, "cpu"))
 
     def method(m: str) -> None:
         # run_method would answer every call after the first from its memory layer or the shared disk cache.
-        result = compute.run_method_now(compute.MethodRun.of(spec, beta, "cpu", m, params[m], cfg["seed"]))
+        result = compute.run_method_now(views.MethodRun.of(spec, beta, "cpu", m, params[m], cfg["seed"]))
         if result.error_message:
             raise RuntimeError(f"{m}: {result.error_message}")
 

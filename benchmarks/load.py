@@ -117,7 +117,7 @@ class Config:
 # ------------------------------------------------------------------ server
 
 
-REDIS_COUNTERS = "attn-explorer:counters:"  # ui.result_cache.RedisCounters' key prefix
+REDIS_COUNTERS = "attn-explorer:counters:"  # service.result_cache.RedisCounters' key prefix
 
 
 def cache_stats(server: Server) -> dict[str, int] | None:
@@ -145,7 +145,7 @@ def cache_stats(server: Server) -> dict[str, int] | None:
         return None
     with diskcache.Cache(str(server.cache_dir)) as cache:
         hits, misses = cache.stats()
-    # Engine calls a server process answered from its own memory cache (ui.result_cache.count_memory_hit) never
+    # Engine calls a server process answered from its own memory cache (service.result_cache.count_memory_hit) never
     # reach the disk cache's statistics; the app counts them in a small cache of their own.
     memory_hits = 0
     if (server.cache_dir / "counters").is_dir():

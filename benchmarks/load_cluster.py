@@ -49,7 +49,7 @@ TARGETS = {
     "one_link_p95_s": ("<= 8", lambda v: v <= 8),
     "distinct_errors": ("== 0", lambda v: v == 0),
 }
-COUNTER_FLUSH_S = 1.0  # ui.result_cache flushes each process's counters every 0.25 s
+COUNTER_FLUSH_S = 1.0  # service.result_cache flushes each process's counters every 0.25 s
 
 
 @dataclass

@@ -111,7 +111,7 @@ def start_worker(
 ) -> Process:
     """One ``dask worker`` (under its nanny, which restarts it if it dies) with one task thread."""
     command = [sys.executable, "-m", "distributed.cli.dask_worker", scheduler_address, "--name", name]
-    command += ["--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1", "--preload", "ui.cluster"]
+    command += ["--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1", "--preload", "service.dask_client"]
     if gpu:
         command += ["--resources", "GPU=1"]
     worker_env = {

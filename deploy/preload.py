@@ -21,22 +21,9 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from core import config
+from ui.plotly_bundle import BUNDLE_FILE, BUNDLE_NAME, BUNDLE_PATH, LOADER, PLOTLY_JS_VERSION
 
-PLOTLY_JS_VERSION = "4.1.1"
-BUNDLE_NAME = f"plotly-cartesian-{PLOTLY_JS_VERSION}.min.js"
-BUNDLE_FILE = Path(__file__).resolve().parent.parent / "assets" / "vendor" / BUNDLE_NAME
-BUNDLE_PATH = f"vendor/{BUNDLE_NAME}"  # URL path under the app's base URL path (each page is one level below it)
 BUNDLE_VARIABLE = config.variable("plotly_bundle")  # "served" where this middleware serves BUNDLE_PATH
-
-# Fetches and evaluates the bundle once per page: every chart (ui/plotly_chart.py) and the head tag share the promise.
-LOADER = (
-    "window.__aePlotly = window.__aePlotly || new Promise((resolve, reject) => {"
-    ' const script = document.createElement("script");'
-    f' script.src = new URL("{BUNDLE_PATH}", document.baseURI).href;'
-    " script.onload = () => resolve(window.Plotly);"
-    ' script.onerror = () => reject(new Error("the chart library did not load"));'
-    " document.head.appendChild(script); });"
-)
 STREAMLIT_JS = Path(st.__file__).parent / "static" / "static" / "js"
 
 
@@ -139,3 +126,6 @@ class PlotlyBundle:
         headers["content-length"] = str(len(document))
         await send({**start, "headers": headers.raw})
         await send({"type": "http.response.body", "body": document, "more_body": False})
+
+
+__all__ = ["BUNDLE_FILE", "BUNDLE_NAME", "BUNDLE_PATH", "LOADER", "PLOTLY_JS_VERSION", "PlotlyBundle"]

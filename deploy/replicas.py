@@ -92,8 +92,8 @@ def check_nginx_conf(conf: Path, run_dir: Path) -> subprocess.CompletedProcess[s
 def core_shares(replicas: int) -> list[list[int] | None]:
     """The cores each replica is pinned to: disjoint, contiguous shares of this process's cores.
 
-    Each replica's job scheduler (ui/jobs.py) sizes its slots and torch threads from the cores it sees, so without
-    pinning N replicas would each plan for every core and oversubscribe them N times. ``None`` (no pinning) when
+    Each replica's job scheduler (service/scheduler.py) sizes its slots and torch threads from the cores it sees, so
+    without pinning N replicas would each plan for every core and oversubscribe them N times. ``None`` (no pinning) when
     there are fewer cores than replicas or no ``taskset``.
     """
     cores = sorted(os.sched_getaffinity(0))

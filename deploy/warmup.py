@@ -8,24 +8,24 @@ tables and grids are cached as well.
 
 It never delays a visitor: a link starts only while no other script run is in progress, and the warm-up's session
 is closed as soon as a visitor's run starts (the app cancels a closed session's jobs within 2 s, as for a closed
-tab); that link is tried again once the server is idle. One process per cache folder warms (a file lock), and a
-finished warm-up is recorded beside the cache for this engine version, so a restart or a second replica does not
-repeat it. ``ATTN_EXPLORER_WARMUP=0`` turns it off.
+tab); that link is tried again once the server is idle. One process per cache warms (a lock), and a finished
+warm-up is recorded for this engine version, so a restart or a second replica does not repeat it. The marker and the
+lock live in the cache they describe (``service.result_cache.warmup_marker``): on the Redis server when the cache is
+Redis, so a new or flushed server is warmed whatever a host's folder holds; else in the cache folder.
+``ATTN_EXPLORER_WARMUP=0`` turns it off.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 _log = logging.getLogger("attn_explorer.warmup")
 if not _log.handlers:  # Streamlit configures only its own loggers; the warm-up's lines belong in the server log
@@ -163,7 +163,7 @@ async def warm_link(stream_url: str, path: str, should_yield: Callable[[], bool]
 
 def _other_runs(own: bool) -> int:
     """Script runs in progress that are not the warm-up's own."""
-    from ui.prefetch import runs_in_progress
+    from service.prefetch import runs_in_progress
 
     return runs_in_progress() - (1 if own else 0)
 
@@ -199,26 +199,6 @@ async def warm_all(stream_url: str, paths: list[str], stop: threading.Event) -> 
 # ------------------------------------------------------------------ once per deployment
 
 
-def marker_path(cache_dir: Path, version: str) -> Path:
-    return cache_dir / f"warmup-{version}.json"
-
-
-@contextlib.contextmanager
-def _exclusive(lock_path: Path) -> Iterator[IO[str] | None]:
-    """The warm-up lock of a cache folder, or None when another process holds it."""
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            yield None
-            return
-        try:
-            yield handle
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def _wait_healthy(base_url: str, stop: threading.Event, timeout_s: float = 120.0) -> bool:
     from deploy.processes import healthy
 
@@ -232,17 +212,16 @@ def _wait_healthy(base_url: str, stop: threading.Event, timeout_s: float = 120.0
 
 def run(base_url: str, stop: threading.Event) -> list[LinkResult] | None:
     """The warm-up of the server at ``base_url`` (http://host:port[/base]): None when another process of the same
-    cache folder warms it, or it was already warmed for this engine version."""
-    from ui import result_cache
+    cache warms it, or it was already warmed for this engine version."""
+    from service import result_cache
 
-    cache_dir = result_cache.cache_dir()
-    marker = marker_path(cache_dir, result_cache.ENGINE_VERSION)
-    if marker.exists():
-        _log.info("%s: already warmed for this engine version (%s)", DONE_LINE, marker.name)
+    where = result_cache.warmup_place()
+    if result_cache.warmup_marker() is not None:
+        _log.info("%s: already warmed for this engine version (%s)", DONE_LINE, where)
         return None
-    with _exclusive(cache_dir / "warmup.lock") as lock:
-        if lock is None or marker.exists():
-            _log.info("warm-up: another process of this cache folder warms it")
+    with result_cache.warmup_lock() as held:
+        if not held or result_cache.warmup_marker() is not None:
+            _log.info("warm-up: another process of this cache (%s) warms it", where)
             return None
         if not _wait_healthy(base_url, stop):
             return None
@@ -265,7 +244,7 @@ def run(base_url: str, stop: threading.Event) -> list[LinkResult] | None:
             ],  # fmt: skip
         }
         if all(r.state == "done" for r in results):
-            marker.write_text(json.dumps(summary, indent=1))
+            result_cache.mark_warmed(json.dumps(summary, indent=1))
         failed = sum(r.state != "done" for r in results)
         _log.info("%s: %d links in %.1f s, %d not warmed", DONE_LINE, len(results), summary["seconds"], failed)
         return results

@@ -8,6 +8,7 @@ from fractions import Fraction
 import pandas as pd
 import streamlit as st
 
+import service.views
 import ui
 from core import cost_study, limits
 from ui.figures import cost as cost_figs
@@ -103,7 +104,7 @@ elif ui.within_limits(
         ]
     )
 ):
-    view = ui.views.ErrorCostStudy(
+    view = service.views.ErrorCostStudy(
         inputs=s.spec,
         beta=s.beta,
         methods=tuple(methods),
@@ -117,7 +118,7 @@ elif ui.within_limits(
     points = len(cost_study.planned_points(methods, fractions, with_exact))
     status = ui.StatusLine(f"Measuring {points} points × {warm_runs} warm runs…")
     try:
-        study: cost_study.CostStudy = ui.views.run(
+        study: cost_study.CostStudy = service.views.run(
             view, study_estimate(s.n, warm_runs).seconds, title="Measuring error, time and memory"
         )
     except (ValueError, RuntimeError) as exc:

@@ -8,6 +8,7 @@ from fractions import Fraction
 import pandas as pd
 import streamlit as st
 
+import service.views
 import ui
 from core import limits, model_swap
 from ui.figures import model_swap as swap_figs
@@ -132,11 +133,13 @@ def layer_estimate(seed_count: int) -> limits.Estimate:
 
 verdict_rows: list[dict] = []
 if ui.within_limits(lambda: limits.check("seeds", seeds, range(1, seeds + 1), layer_estimate)):
-    view = ui.views.SwapLayerErrors(
+    view = service.views.SwapLayerErrors(
         text, tuple(methods), fractions[0], layers, heads, int(seeds), int(first_seed), str(device)
     )
     try:
-        verdict_rows = ui.views.run(view, layer_estimate(seeds).seconds, title="Running the model with each method")
+        verdict_rows = service.views.run(
+            view, layer_estimate(seeds).seconds, title="Running the model with each method"
+        )
     except (ValueError, RuntimeError) as exc:
         st.error(f"The model could not run with these settings: {exc}")
     if verdict_rows:
@@ -167,11 +170,11 @@ if ui.within_limits(
         ]
     )
 ):
-    view = ui.views.SwapRetrieval(
+    view = service.views.SwapRetrieval(
         passages, tuple(methods), tuple(fractions), layers, heads, int(seeds), int(first_seed), str(device)
     )
     try:
-        retrieval_rows = ui.views.run(
+        retrieval_rows = service.views.run(
             view, retrieval_estimate(passages, seeds).seconds, title="Embedding every half with each method"
         )
     except (ValueError, RuntimeError) as exc:

@@ -7,6 +7,8 @@ import pandas as pd
 import streamlit as st
 
 import core
+import service.compute
+import service.views
 import ui
 from core import block_sparsity, flex_export, limits
 from ui.figures import block_sparsity as block_figs
@@ -57,7 +59,7 @@ def study_estimate(n: int) -> limits.Estimate:
 if not methods:
     st.info("Pick at least one method.")
 elif ui.within_limits(lambda: limits.check_knobs([("n", s.n, limits.sizes_up_to(s.n), study_estimate)])):
-    view = ui.views.BlockSparsityStudy(
+    view = service.views.BlockSparsityStudy(
         inputs=s.spec,
         beta=s.beta,
         fraction=s.fraction,
@@ -68,7 +70,7 @@ elif ui.within_limits(lambda: limits.check_knobs([("n", s.n, limits.sizes_up_to(
         device=s.device_name,
     )
     try:
-        study: block_sparsity.BlockStudy = ui.views.run(
+        study: block_sparsity.BlockStudy = service.views.run(
             view, study_estimate(s.n).seconds, title="Cutting the supports into tiles and timing them"
         )
     except (ValueError, RuntimeError) as exc:
@@ -116,7 +118,7 @@ elif ui.within_limits(lambda: limits.check_knobs([("n", s.n, limits.sizes_up_to(
         )
         st.subheader("Export to FlexAttention")
         support, params = block_sparsity.method_support(
-            shown, *ui.compute.tensors(s.spec, ui.compute.resolve(s.device_name)), scale=s.beta,
+            shown, *service.compute.tensors(s.spec, service.compute.resolve(s.device_name)), scale=s.beta,
             fraction=s.fraction, seed=s.seed, causal=s.causal,
         )  # fmt: skip
         try:

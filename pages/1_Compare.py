@@ -8,7 +8,8 @@ import streamlit as st
 
 import ui
 from core import limits
-from ui import prefetch, timing
+from service import prefetch
+from ui import timing
 from ui.figures import compare as figs
 from ui.panels import compare as panels
 from ui.presets import COMPARE_METHODS, COMPARE_REDRAWS, MAX_REDRAWS
@@ -144,7 +145,7 @@ def results(
     redraws = panels.draw_spread(s, runs, results, labels, draws, spread_slots)  # after the maps: picture first
     if s.spec.source == "real":  # bertviz #125: row errors of chosen query tokens, on demand below the picture
         panels.token_rows_section(s, runs, results, labels)
-    # The temperatures one slider step away, computed while the server is idle (ui/prefetch.py).
+    # The temperatures one slider step away, computed while the server is idle (service/prefetch.py).
     done = [runs[m] for m in methods if not results[m].error_message] + redraws
     prefetch.compare_neighbours(done, s.tau, ui.TAU_OPTIONS)
     with st.expander("Data and settings behind this page"):

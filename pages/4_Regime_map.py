@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+import service.views
 import ui
 from core import limits, regime
 from ui.controls.regime import regime_controls
@@ -71,7 +72,7 @@ if not ui.within_limits(
     ui.finish()
     st.stop()
 status = ui.StatusLine(f"Computing {len(betas) * len(spreads)} cells × {seeds} seed(s)…")
-view = ui.views.RegimeMap(
+view = service.views.RegimeMap(
     n=s.n,
     d=s.d,
     clusters=s.spec.clusters,
@@ -80,13 +81,13 @@ view = ui.views.RegimeMap(
     roles=tuple(roles.items()),
     fraction=s.fraction,
     seed=s.seed,
-    params=ui.views.method_params(c.params, c.params),
+    params=service.views.method_params(c.params, c.params),
     device=s.device_name,
     seeds=seeds,
     causal=s.causal,
 )
 try:
-    res: regime.AveragedRegimeMap = ui.views.run(
+    res: regime.AveragedRegimeMap = service.views.run(
         view,
         ui.estimate_seconds(regime.work_estimate(s.n, len(betas) * len(spreads), seeds, roles)),
         title="The regime map",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 import core
+import service.views
 import ui
 from core import vcc_study
 from ui.controls.vcc import vcc_controls
@@ -25,12 +26,12 @@ controls = vcc_controls(s, tokens)
 
 # ------------------------------------------------------------------ cached engine calls
 @st.cache_data(show_spinner="Running VCC…", max_entries=32)
-def vcc_view(view: ui.views.VccView) -> vcc_study.VccView:
+def vcc_view(view: service.views.VccView) -> vcc_study.VccView:
     return view.compute()
 
 
 try:
-    view = vcc_view(ui.views.VccView(s.spec, s.beta, ui.params_key(controls.params()), s.seed, s.head))
+    view = vcc_view(service.views.VccView(s.spec, s.beta, ui.params_key(controls.params()), s.seed, s.head))
 except core.ParameterError as exc:
     st.error(f"VCC cannot run with these settings: {exc}")
     ui.finish()

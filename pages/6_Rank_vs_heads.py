@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+import service.views
 import ui
 from core import rank_heads_study as study
 from ui.controls.rank_heads import RankHeadsControls, rank_heads_controls
@@ -67,8 +68,8 @@ def construction_tab(c: RankHeadsControls) -> None:
     st.markdown(panels.FACT1_TEXT)
     c_points = ui.int_slider("N for this panel", "cpoints", 2, 256, 16, help="Fact 1 draws N i.i.d. points.")
     if panels.fact_one_allowed(d, c_points):
-        cc = ui.views.run(
-            ui.views.FactOneConstruction(d, c_points, c.settings.target),
+        cc = service.views.run(
+            service.views.FactOneConstruction(d, c_points, c.settings.target),
             ui.estimate_seconds(study.fact_one_elements(d, c_points)),
             title="Evaluating the construction",
         )

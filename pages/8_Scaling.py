@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 import torch
 
+import service.views
 import ui
 from core import device as core_device
 from core import profiling, scaling_tables
@@ -50,9 +51,11 @@ top[1].caption(
 store = st.session_state.setdefault("scaling_runs", {})
 if clicked:
     # One measurement per settings and server, shared by every session; it runs in a compute slot, alone.
-    store[c.run.cache_key()] = ui.views.run(c.run, c.run.total_limit, title="Measuring (time is bounded by the limits)")
+    store[c.run.cache_key()] = service.views.run(
+        c.run, c.run.total_limit, title="Measuring (time is bounded by the limits)"
+    )
 # A measurement of these settings that any session (or the server's warm-up) made is in the shared cache.
-points = store.get(c.run.cache_key()) or ui.views.lookup(c.run)
+points = store.get(c.run.cache_key()) or service.views.lookup(c.run)
 
 committed = scaling_tables.load_committed(RESULTS_DIR)
 shown_files = ui.multiselect(

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up .venv on first use (requirements.txt + requirements-dev.txt), then run every check:
-# ruff lint, ruff format check, mypy on core/, and the whole pytest suite (browser tests included).
+# ruff lint, ruff format check, mypy on core/, service/ and ui/, the import contracts (lint-imports), and the whole
+# pytest suite (browser tests included).
 # Extra arguments go to pytest, e.g. ./scripts/test.sh -k budget -x
 # Exits non-zero when any step fails; every step runs either way so one report shows all failures.
 set -euo pipefail
@@ -27,7 +28,8 @@ run_step() {
 
 run_step "ruff check" ruff check .
 run_step "ruff format" ruff format --check .
-run_step "mypy" mypy core
+run_step "mypy" mypy core service ui
+run_step "import contracts" lint-imports
 run_step "pytest" python -m pytest "$@"
 
 if [ ${#failed[@]} -gt 0 ]; then

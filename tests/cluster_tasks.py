@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 import time
 from typing import Any
 
@@ -30,6 +31,25 @@ class SlowTask:
                 report(index / steps, f"step {index} pid {os.getpid()}")
             time.sleep(self.step)
         return {"pid": os.getpid(), "worker": _worker_name(), "values": np.arange(4.0) * self.seconds}
+
+
+@dataclasses.dataclass(frozen=True)
+class ModulesAfter:
+    """Computes ``view`` (one of the app's views) where it runs, then names the process, and the Streamlit modules that
+    process has loaded by then (a worker preloads ``service.dask_client`` and unpickles the view's modules)."""
+
+    view: Any
+
+    def compute(self, report: Any = None) -> dict[str, Any]:
+        result = self.view.compute(report)
+        loaded = sorted(name for name in sys.modules if name == "streamlit" or name.startswith("streamlit."))
+        return {
+            "pid": os.getpid(),
+            "worker": _worker_name(),
+            "streamlit": loaded,
+            "error_message": result.error_message,
+            "attention_error": np.asarray(result.metrics["attention_error"]),
+        }
 
 
 def _worker_name() -> str:

@@ -31,7 +31,7 @@ if "ATTN_EXPLORER_CACHE_DIR" not in os.environ:
     _run_cache_dir = tempfile.mkdtemp(prefix="attn-explorer-test-cache-")
     os.environ["ATTN_EXPLORER_CACHE_DIR"] = _run_cache_dir
     atexit.register(shutil.rmtree, _run_cache_dir, ignore_errors=True)
-# No work done ahead in the background (ui/prefetch.py) while other tests count computations or swap cache folders;
+# No work done ahead in the background (service/prefetch.py) while other tests count computations or swap cache folders;
 # tests/test_prefetch.py turns it on for itself.
 os.environ.setdefault("ATTN_EXPLORER_PREFETCH", "0")
 # No heap trimming thread (ui/serving.py) racing the tests that measure this process's resident memory;

@@ -11,7 +11,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core import claims
-from ui import claims_table, result_cache
+from service import result_cache
+from ui import claims_table
 
 PAGE = "pages/9_Paper_claims.py"
 

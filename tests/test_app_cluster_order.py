@@ -11,8 +11,8 @@ import numpy as np
 from streamlit.testing.v1 import AppTest
 
 import core
-from ui import compute
-from ui.views import ExactAttention, MethodRun
+from service import compute, views
+from service.views import ExactAttention, MethodRun
 
 
 def _z(trace: dict[str, Any]) -> np.ndarray:
@@ -89,7 +89,7 @@ def test_sorting_reorders_the_heatmap_and_leaves_the_metrics_alone(open_compare)
 
 
 def test_the_engine_reduces_a_copy_in_cluster_order_from_the_full_matrix() -> None:
-    spec = compute.InputSpec("clustered", 640, 16, 1, 8, 0.3, 0, "", 0)  # n = 640: reduced in blocks of 2
+    spec = views.InputSpec("clustered", 640, 16, 1, 8, 0.3, 0, "", 0)  # n = 640: reduced in blocks of 2
     beta = 1 / 0.3
     res = compute.run_method(MethodRun(spec, beta, "cpu", "local", (), 0))
     assert res.factor == 2 and res.in_cluster_order is not None
@@ -99,9 +99,9 @@ def test_the_engine_reduces_a_copy_in_cluster_order_from_the_full_matrix() -> No
     expected = compute.block_reduce(full[order][:, order], 2, "max")
     np.testing.assert_allclose(res.in_cluster_order["attention"][0], expected, rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(res.attention[0], compute.block_reduce(full, 2, "max"), rtol=1e-5, atol=1e-7)
-    gaussian = compute.InputSpec("gaussian", 640, 16, 1, 8, 0.3, 0, "", 0)
+    gaussian = views.InputSpec("gaussian", 640, 16, 1, 8, 0.3, 0, "", 0)
     assert compute.run_method(MethodRun(gaussian, beta, "cpu", "local", (), 0)).in_cluster_order is None
-    big = compute.InputSpec("clustered", 1040, 16, 1, 8, 0.3, 0, "", 0)  # above the cached full size
+    big = views.InputSpec("clustered", 1040, 16, 1, 8, 0.3, 0, "", 0)  # above the cached full size
     exact = compute.exact(ExactAttention(big, beta, "cpu"))
     assert exact.reduced and exact.attention_in_cluster_order is not None
     full = compute.full_attention(MethodRun(big, beta, "cpu", "exact", (), 0), 0)
@@ -129,7 +129,7 @@ def test_the_all_heads_grid_is_sorted_too(open_compare) -> None:
     common = {"n": "64", "heads": "2", "clusters": "8", "methods": ["local"], "view": "all"}
     shown, position = open_compare(**common), open_compare(**common, sort_clusters="false")
     assert not shown.exception and not position.exception
-    order = compute.cluster_order(compute.InputSpec("clustered", 64, 64, 2, 8, 0.1, 0))
+    order = compute.cluster_order(views.InputSpec("clustered", 64, 64, 2, 8, 0.1, 0))
     assert order is not None
     for drawn, real in zip(heatmaps(shown), heatmaps(position), strict=True):  # every cell: exact and local, per head
         np.testing.assert_allclose(drawn, real[order][:, order])

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from ui import compute, figures, url_params
+from service import compute
+from ui import figures, url_params
 
 
 def test_int_parser_clamps_rounds_and_rejects_text() -> None:
@@ -74,7 +75,7 @@ def test_block_reduce_keeps_peaks_and_signs(n: int) -> None:
 @pytest.mark.parametrize("mode", ["max", "absmax", "mean", "any"])
 @pytest.mark.parametrize("shape", [(3, 100, 100), (64, 64), (2, 37, 41)])
 def test_block_reduce_of_a_tensor_gives_the_numpy_numbers(mode: str, shape: tuple[int, ...]) -> None:
-    """Maps are reduced on their device before the copy to the host (ui.compute): the torch path must draw the same
+    """Maps are reduced on their device before the copy to the host (service.compute): the torch path must draw the same
     picture as the NumPy one, padding and ties included."""
     import torch
 

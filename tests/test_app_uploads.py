@@ -2,8 +2,8 @@
 link whose upload has expired, or that names no valid upload, says so instead of failing.
 
 AppTest cannot drive ``st.file_uploader``, so the file is stored the way the uploader's callback stores it
-(``core.uploads.read_upload`` then ``ui.uploads.store``); tests/browser/test_upload_browser.py uploads through the real
-widget."""
+(``core.uploads.read_upload`` then ``service.uploads.store``); tests/browser/test_upload_browser.py uploads through
+the real widget."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from safetensors.numpy import save
 
 import core
 from core.uploads import read_upload
-from ui import uploads
+from service import uploads
 
 HEADS, N, D = 2, 48, 16
 
@@ -91,7 +91,7 @@ def test_the_pages_that_branch_on_the_input_take_an_upload(open_page) -> None:
         at = open_page(path, input="upload", upload=sha)
         assert not at.exception and not at.error, path
         assert any("n = 64, d = 16, 1 head(s)" in c.value for c in at.sidebar.caption), path
-    from ui.views import InputSpec
+    from service.views import InputSpec
 
     assert not InputSpec("upload", 64, 16, 1, 0, 0.0, 0, upload=sha).drawn
     assert InputSpec("gaussian", 64, 16, 1, 0, 0.0, 0).drawn

@@ -10,7 +10,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import core
-from ui import compute, share_box, views
+from service import compute, views
+from ui import share_box
 from ui.presets import PRESETS
 
 PRESET = next(p for p in PRESETS if "causal" in p.query)

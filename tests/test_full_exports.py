@@ -9,8 +9,9 @@ import pytest
 import torch
 
 import core
+from service.downsampling import block_reduce
+from service.views import InputSpec
 from ui import downloads
-from ui.compute import InputSpec, block_reduce
 from ui.export import chromium_path, static_image
 from ui.figures import heatmap
 from ui.sidebar import Settings

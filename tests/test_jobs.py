@@ -14,16 +14,18 @@ from streamlit.testing.v1 import AppTest
 
 from core.cancel import Cancelled
 from core.errors import ConfigError, ParameterError
+from service import scheduler
+from service.scheduler import Scheduler
 from ui import jobs
 
 
 @pytest.fixture
-def make_scheduler() -> Iterator[Callable[..., jobs.Scheduler]]:
-    made: list[jobs.Scheduler] = []
+def make_scheduler() -> Iterator[Callable[..., Scheduler]]:
+    made: list[scheduler.Scheduler] = []
 
-    def make(slots: int = 1, **kwargs: Any) -> jobs.Scheduler:
+    def make(slots: int = 1, **kwargs: Any) -> scheduler.Scheduler:
         kwargs.setdefault("is_active", lambda session_id: None)
-        sched = jobs.Scheduler(slots, **kwargs)
+        sched = scheduler.Scheduler(slots, **kwargs)
         made.append(sched)
         return sched
 
@@ -32,10 +34,10 @@ def make_scheduler() -> Iterator[Callable[..., jobs.Scheduler]]:
         sched.shutdown()
 
 
-def gated(order: list[str], tag: str, gate: threading.Event | None = None) -> Callable[[jobs.Report], str]:
+def gated(order: list[str], tag: str, gate: threading.Event | None = None) -> Callable[[scheduler.Report], str]:
     """A job that records when it starts, then waits (checking for cancel) until ``gate`` opens."""
 
-    def work(report: jobs.Report) -> str:
+    def work(report: scheduler.Report) -> str:
         order.append(tag)
         while gate is not None and not gate.is_set():
             report(0.5, "waiting")
@@ -54,35 +56,37 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
 
 def test_slots_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ATTN_EXPLORER_SLOTS", "3")
-    assert jobs.default_slots() == 3
+    assert scheduler.default_slots() == 3
     monkeypatch.setenv("ATTN_EXPLORER_SLOTS", "zero")
     with pytest.raises(ConfigError, match="ATTN_EXPLORER_SLOTS: 'zero' is not allowed; it must be an integer from 1"):
-        jobs.default_slots()
-    expected = max(1, torch.cuda.device_count()) if torch.cuda.is_available() else max(1, jobs.cores() // 2)
+        scheduler.default_slots()
+    expected = max(1, torch.cuda.device_count()) if torch.cuda.is_available() else max(1, scheduler.cores() // 2)
     monkeypatch.delenv("ATTN_EXPLORER_SLOTS")
-    assert jobs.default_slots() == expected
+    assert scheduler.default_slots() == expected
 
 
 def test_job_seconds_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ATTN_EXPLORER_JOB_SECONDS", "7.5")
-    assert jobs.job_seconds() == 7.5
+    assert scheduler.job_seconds() == 7.5
     monkeypatch.setenv("ATTN_EXPLORER_JOB_SECONDS", "-1")
     with pytest.raises(ParameterError, match="ATTN_EXPLORER_JOB_SECONDS"):
-        jobs.job_seconds()
+        scheduler.job_seconds()
 
 
-def test_threads_per_job_keep_slots_times_threads_within_cores(make_scheduler: Callable[..., jobs.Scheduler]) -> None:
+def test_threads_per_job_keep_slots_times_threads_within_cores(
+    make_scheduler: Callable[..., Scheduler],
+) -> None:
     sched = make_scheduler(1)
-    assert sched.threads_per_job == jobs.cores()
+    assert sched.threads_per_job == scheduler.cores()
     seen: list[int] = []
     job = sched.submit("threads", "threads", lambda report: seen.append(torch.get_num_threads()), "s")
     assert job.done_event.wait(10)
     assert seen == [sched.threads_per_job]
-    many = make_scheduler(jobs.cores() * 2)
+    many = make_scheduler(scheduler.cores() * 2)
     assert many.threads_per_job == 1
 
 
-def test_round_robin_across_sessions(make_scheduler: Callable[..., jobs.Scheduler]) -> None:
+def test_round_robin_across_sessions(make_scheduler: Callable[..., Scheduler]) -> None:
     sched = make_scheduler(1)
     order: list[str] = []
     gate = threading.Event()
@@ -100,7 +104,7 @@ def test_round_robin_across_sessions(make_scheduler: Callable[..., jobs.Schedule
     assert order == ["a1", "a2", "b1", "c1", "a3", "a4"]  # bob and carol did not wait for all of alice's jobs
 
 
-def test_position_and_estimate(make_scheduler: Callable[..., jobs.Scheduler]) -> None:
+def test_position_and_estimate(make_scheduler: Callable[..., Scheduler]) -> None:
     sched = make_scheduler(1)
     order: list[str] = []
     gate = threading.Event()
@@ -117,7 +121,7 @@ def test_position_and_estimate(make_scheduler: Callable[..., jobs.Scheduler]) ->
     assert third.done_event.wait(10)
 
 
-def test_identical_requests_share_one_job(make_scheduler: Callable[..., jobs.Scheduler]) -> None:
+def test_identical_requests_share_one_job(make_scheduler: Callable[..., Scheduler]) -> None:
     sched = make_scheduler(1)
     calls: list[str] = []
     gate = threading.Event()
@@ -129,7 +133,9 @@ def test_identical_requests_share_one_job(make_scheduler: Callable[..., jobs.Sch
     assert calls == ["x"] and first.result == "x"
 
 
-def test_one_session_leaving_a_shared_job_does_not_cancel_it(make_scheduler: Callable[..., jobs.Scheduler]) -> None:
+def test_one_session_leaving_a_shared_job_does_not_cancel_it(
+    make_scheduler: Callable[..., Scheduler],
+) -> None:
     sched = make_scheduler(1)
     order: list[str] = []
     gate = threading.Event()
@@ -143,7 +149,7 @@ def test_one_session_leaving_a_shared_job_does_not_cancel_it(make_scheduler: Cal
     assert job.done_event.wait(10) and job.state == "done"
 
 
-def test_last_session_leaving_cancels_a_running_job_quickly(make_scheduler: Callable[..., jobs.Scheduler]) -> None:
+def test_last_session_leaving_cancels_a_running_job_quickly(make_scheduler: Callable[..., Scheduler]) -> None:
     sched = make_scheduler(1)
     order: list[str] = []
     job = sched.submit("work", "k", gated(order, "k", threading.Event()), "s1")
@@ -156,7 +162,7 @@ def test_last_session_leaving_cancels_a_running_job_quickly(make_scheduler: Call
     assert "the user pressed Cancel" in str(job.error)
 
 
-def test_leaving_a_queued_job_removes_it_and_frees_the_line(make_scheduler: Callable[..., jobs.Scheduler]) -> None:
+def test_leaving_a_queued_job_removes_it_and_frees_the_line(make_scheduler: Callable[..., Scheduler]) -> None:
     sched = make_scheduler(1)
     order: list[str] = []
     gate = threading.Event()
@@ -171,7 +177,7 @@ def test_leaving_a_queued_job_removes_it_and_frees_the_line(make_scheduler: Call
     assert order == ["a", "c"]  # the abandoned job never ran
 
 
-def test_watchdog_cancels_jobs_of_closed_sessions(make_scheduler: Callable[..., jobs.Scheduler]) -> None:
+def test_watchdog_cancels_jobs_of_closed_sessions(make_scheduler: Callable[..., Scheduler]) -> None:
     open_sessions = {"s1", "s2"}
     sched = make_scheduler(1, is_active=lambda session_id: session_id in open_sessions, watchdog_seconds=0.1)
     order: list[str] = []
@@ -185,7 +191,7 @@ def test_watchdog_cancels_jobs_of_closed_sessions(make_scheduler: Callable[..., 
 
 
 def test_deadline_stops_a_job_with_the_setting_named(
-    make_scheduler: Callable[..., jobs.Scheduler], monkeypatch: pytest.MonkeyPatch
+    make_scheduler: Callable[..., Scheduler], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ATTN_EXPLORER_JOB_SECONDS", "0.3")
     sched = make_scheduler(1)
@@ -194,10 +200,10 @@ def test_deadline_stops_a_job_with_the_setting_named(
     assert job.state == "cancelled" and "ATTN_EXPLORER_JOB_SECONDS" in str(job.error)
 
 
-def test_failures_are_kept_for_the_page(make_scheduler: Callable[..., jobs.Scheduler]) -> None:
+def test_failures_are_kept_for_the_page(make_scheduler: Callable[..., Scheduler]) -> None:
     sched = make_scheduler(1)
 
-    def broken(report: jobs.Report) -> None:
+    def broken(report: scheduler.Report) -> None:
         raise ValueError("n: must be at most 4096")
 
     job = sched.submit("work", "k", broken, "s1")
@@ -207,7 +213,7 @@ def test_failures_are_kept_for_the_page(make_scheduler: Callable[..., jobs.Sched
     assert ok.done_event.wait(10) and ok.result == 1
 
 
-def test_finished_jobs_are_stored(make_scheduler: Callable[..., jobs.Scheduler]) -> None:
+def test_finished_jobs_are_stored(make_scheduler: Callable[..., Scheduler]) -> None:
     stored: list[tuple[str, str, Any]] = []
     sched = make_scheduler(1, store=lambda name, key, value: stored.append((name, key, value)))
     job = sched.submit("work", "k", lambda report: {"x": 1}, "s1")
@@ -287,7 +293,7 @@ def test_a_job_lost_with_its_workers_is_a_message_not_a_traceback(
     monkeypatch.setenv("ATTN_EXPLORER_CACHE_DIR", str(tmp_path / "cache"))
     script = """
 import ui
-from ui.cluster import WorkerLost
+from service.dask_client import WorkerLost
 
 def work(report):
     raise WorkerLost("the workers computing this died (2 tries); the job was not cached. Try again.")
@@ -323,7 +329,7 @@ def test_a_class_opening_one_link_costs_one_computation(tmp_path: Path, monkeypa
 
 def test_light_work_never_waits_behind_heavy_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ATTN_EXPLORER_CACHE_DIR", str(tmp_path / "cache"))
-    sched = jobs.scheduler()
+    sched = scheduler.scheduler()
     gate = threading.Event()
     blockers = [
         sched.submit("blocker", f"blocker-{i}", gated([], "b", gate), f"other-{i}") for i in range(sched.slots + 2)
@@ -345,20 +351,20 @@ def test_light_work_never_waits_behind_heavy_work(tmp_path: Path, monkeypatch: p
 def test_compare_at_large_n_runs_through_the_scheduler(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, open_compare
 ) -> None:
-    from ui import compute
+    from service import compute, views
 
     monkeypatch.setenv("ATTN_EXPLORER_CACHE_DIR", str(tmp_path / "cache"))
-    spec = compute.InputSpec("clustered", 2048, 64, 4, 16, 0.3, 0)
-    assert compute.method_seconds(spec, "performer", {}) > jobs.LIGHT_SECONDS
-    assert compute.method_seconds(compute.InputSpec("clustered", 512, 64, 4, 16, 0.3, 0), "performer", {}) < 1
+    spec = views.InputSpec("clustered", 2048, 64, 4, 16, 0.3, 0)
+    assert compute.method_seconds(spec, "performer", {}) > scheduler.LIGHT_SECONDS
+    assert compute.method_seconds(views.InputSpec("clustered", 512, 64, 4, 16, 0.3, 0), "performer", {}) < 1
     seen: list[str] = []
-    original = jobs.Scheduler.submit
+    original = scheduler.Scheduler.submit
 
-    def spy(self: jobs.Scheduler, name: str, *args: Any, **kwargs: Any) -> jobs.Job:
+    def spy(self: scheduler.Scheduler, name: str, *args: Any, **kwargs: Any) -> scheduler.Job:
         seen.append(name)
         return original(self, name, *args, **kwargs)
 
-    monkeypatch.setattr(jobs.Scheduler, "submit", spy)
+    monkeypatch.setattr(scheduler.Scheduler, "submit", spy)
     at = open_compare(timeout=300, n="2048", methods="performer", redraws="1")  # one draw: the redraws are jobs too
     assert not at.exception, [e.value for e in at.exception]
     assert seen == ["run_method"]
@@ -367,14 +373,14 @@ def test_compare_at_large_n_runs_through_the_scheduler(
 
 EXIT_SCRIPT = """
 import time
-from ui import jobs
+from service import scheduler
 
 def forever(report):
     while True:
         report(0.5, "working")
         time.sleep(0.01)
 
-job = jobs.scheduler().submit("forever", "forever", forever, "session")
+job = scheduler.scheduler().submit("forever", "forever", forever, "session")
 while job.state != "running":
     time.sleep(0.01)
 print("running", flush=True)
@@ -398,7 +404,7 @@ def test_process_exit_does_not_wait_for_running_jobs(tmp_path: Path) -> None:
     assert time.monotonic() - start < 60  # the job alone would have run for 600 s
 
 
-def test_time_in_the_queue_does_not_count_against_the_limit(make_scheduler: Callable[..., jobs.Scheduler]) -> None:
+def test_time_in_the_queue_does_not_count_against_the_limit(make_scheduler: Callable[..., Scheduler]) -> None:
     sched = make_scheduler(1)
     order: list[str] = []
     gate = threading.Event()
@@ -412,20 +418,20 @@ def test_time_in_the_queue_does_not_count_against_the_limit(make_scheduler: Call
 
 
 def test_robust_pca_parts_run_through_the_scheduler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, open_page) -> None:
-    from ui import compute
+    from service import compute, views
 
     monkeypatch.setenv("ATTN_EXPLORER_CACHE_DIR", str(tmp_path / "cache"))
     params = {"iterations": 60}
-    assert compute.method_seconds(compute.InputSpec("clustered", 256, 64, 1, 16, 0.3, 0), "rpca", params) > 2
-    assert compute.method_seconds(compute.InputSpec("clustered", 64, 64, 1, 16, 0.3, 0), "rpca", params) < 2
+    assert compute.method_seconds(views.InputSpec("clustered", 256, 64, 1, 16, 0.3, 0), "rpca", params) > 2
+    assert compute.method_seconds(views.InputSpec("clustered", 64, 64, 1, 16, 0.3, 0), "rpca", params) < 2
     seen: list[str] = []
-    original = jobs.Scheduler.submit
+    original = scheduler.Scheduler.submit
 
-    def spy(self: jobs.Scheduler, name: str, *args: Any, **kwargs: Any) -> jobs.Job:
+    def spy(self: scheduler.Scheduler, name: str, *args: Any, **kwargs: Any) -> scheduler.Job:
         seen.append(name)
         return original(self, name, *args, **kwargs)
 
-    monkeypatch.setattr(jobs.Scheduler, "submit", spy)
+    monkeypatch.setattr(scheduler.Scheduler, "submit", spy)
     at = open_page("pages/2_Sparse_plus_low_rank.py", timeout=300, n="256", rpca="1", f4_draws="1")
     assert not at.exception, [e.value for e in at.exception]
     assert seen == ["method_parts"]
@@ -440,7 +446,7 @@ def test_light_work_runs_at_most_its_slots_at_once(monkeypatch: pytest.MonkeyPat
     lock, inside, most = threading.Lock(), [0], [0]
 
     def work() -> None:
-        with jobs.light_work():
+        with scheduler.light_work():
             with lock:
                 inside[0] += 1
                 most[0] = max(most[0], inside[0])
@@ -463,9 +469,9 @@ def test_light_work_inside_light_work_does_not_wait_for_itself(monkeypatch: pyte
     done = threading.Event()
 
     def nested() -> None:
-        with jobs.light_work(), jobs.light_work(), jobs.light_work():
+        with scheduler.light_work(), scheduler.light_work(), scheduler.light_work():
             pass
-        with jobs.light_work():  # the slot was given back
+        with scheduler.light_work():  # the slot was given back
             done.set()
 
     thread = threading.Thread(target=nested, daemon=True)
@@ -479,14 +485,14 @@ def test_light_slots_come_from_the_environment_or_the_cores(
     monkeypatch: pytest.MonkeyPatch, raw: str, expected: int | None
 ) -> None:
     monkeypatch.setenv("ATTN_EXPLORER_LIGHT_SLOTS", raw)
-    assert jobs.light_slots() == (jobs.cores() if expected is None else expected)
+    assert scheduler.light_slots() == (scheduler.cores() if expected is None else expected)
 
 
 @pytest.mark.parametrize("raw", ["0", "junk", "999", "2.5"])
 def test_a_bad_light_slot_count_is_refused_with_its_range(monkeypatch: pytest.MonkeyPatch, raw: str) -> None:
     monkeypatch.setenv("ATTN_EXPLORER_LIGHT_SLOTS", raw)
     with pytest.raises(ConfigError, match=f"ATTN_EXPLORER_LIGHT_SLOTS: '{raw}' is not allowed.*from 1 to 64"):
-        jobs.light_slots()
+        scheduler.light_slots()
 
 
 def test_the_page_token_stops_engine_loops_once_the_page_run_is_told_to_stop(monkeypatch: pytest.MonkeyPatch) -> None:

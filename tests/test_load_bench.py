@@ -111,12 +111,13 @@ def test_bad_sizes_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_cache_stats_reads_the_redis_counters_the_app_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """benchmarks/load_cluster.py counts the multi-host layout's hits in Redis, where ui.result_cache counts them."""
+    """benchmarks/load_cluster.py counts the multi-host layout's hits in Redis, where service.result_cache counts
+    them."""
     import numpy as np
 
     from benchmarks.load_cluster import LayoutServer
+    from service import result_cache
     from tests.redis_server import RedisServer
-    from ui import result_cache
 
     server = RedisServer().start()
     try:

@@ -1,4 +1,4 @@
-"""Work done ahead (ui/prefetch.py): Compare's methods at the neighbouring temperatures land in the shared cache
+"""Work done ahead (service/prefetch.py): Compare's methods at the neighbouring temperatures land in the shared cache
 with the numbers the page would compute, the next slider step is served from there, and nothing is done ahead when
 it is turned off or while script runs are in progress."""
 
@@ -9,9 +9,9 @@ import threading
 import numpy as np
 import pytest
 
-from ui import compute, prefetch, views
+from service import compute, prefetch, views
+from service.views import MethodRun
 from ui.sidebar import TAU_OPTIONS
-from ui.views import MethodRun
 
 
 @pytest.fixture(autouse=True)
@@ -27,8 +27,8 @@ def test_neighbours_are_one_grid_step_either_side() -> None:
     assert prefetch.neighbours(0.25, grid) == []  # off the grid: nothing to guess
 
 
-def spec(seed: int) -> compute.InputSpec:
-    return compute.InputSpec(source="clustered", n=64, d=16, heads=2, clusters=4, spread=0.3, seed=seed)
+def spec(seed: int) -> views.InputSpec:
+    return views.InputSpec(source="clustered", n=64, d=16, heads=2, clusters=4, spread=0.3, seed=seed)
 
 
 def test_the_next_slider_step_is_served_from_what_was_done_ahead(monkeypatch: pytest.MonkeyPatch, open_compare) -> None:

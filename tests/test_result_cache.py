@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from core.errors import ConfigError
-from ui import compute, result_cache, views
-from ui.views import MethodRun
+from service import compute, result_cache, views
+from service.views import MethodRun
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,8 +28,8 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     yield where
 
 
-def small_spec(seed: int = 0) -> compute.InputSpec:
-    return compute.InputSpec("clustered", 64, 16, 2, 4, 0.3, seed)
+def small_spec(seed: int = 0) -> views.InputSpec:
+    return views.InputSpec("clustered", 64, 16, 2, 4, 0.3, seed)
 
 
 def test_method_result_round_trip(cache_dir: Path) -> None:
@@ -125,7 +125,7 @@ def test_stored_value_is_npz_bytes_never_a_pickle(cache_dir: Path) -> None:
     assert stored[:2] == b"PK"  # a zip (npz) archive; a pickle starts with b"\x80"
     with np.load(__import__("io").BytesIO(stored), allow_pickle=False) as archive:
         meta = json.loads(archive["__meta__"].tobytes())
-    assert meta["__dc__"] == "ui.compute:ExactResult"
+    assert meta["__dc__"] == "service.compute:ExactResult"
 
 
 def test_objects_that_are_not_plain_data_are_not_stored(cache_dir: Path) -> None:
@@ -206,8 +206,8 @@ def test_cached_computes_once_and_counts_hits(cache_dir: Path) -> None:
 
 CHILD = """
 import sys, numpy as np
-from ui import compute, result_cache, views
-spec = compute.InputSpec("clustered", 64, 16, 2, 4, 0.3, 0)
+from service import compute, result_cache, views
+spec = views.InputSpec("clustered", 64, 16, 2, 4, 0.3, 0)
 view = views.ExactAttention(spec, 1.5, "cpu")
 calls = []
 def work():
@@ -378,6 +378,29 @@ def test_callers_waiting_on_one_key_compute_it_once() -> None:
         thread.join()
     assert len(calls) == 1
     assert sum(not hit for _, hit in results) == 1 and len({id(value) for value, _ in results}) == 1
+
+
+def test_a_value_produced_from_other_remembered_values_does_not_deadlock() -> None:
+    """A method's run remembers exact attention, which remembers the inputs: nested keys, each waited for alone
+    (with 65 nested keys, a lock shared by several keys would be taken twice by one thread)."""
+    import threading
+
+    layer = result_cache.MemoryLayer(limit=10**6)
+
+    def nested(depth: int) -> dict[str, np.ndarray]:
+        if depth == 0:
+            return {"a": np.zeros(1)}
+        inner, _ = layer.remember(f"key-{depth - 1}", lambda: nested(depth - 1))
+        return {"a": inner["a"] + 1}
+
+    results: list[tuple[object, bool]] = []
+    thread = threading.Thread(target=lambda: results.append(layer.remember("key-65", lambda: nested(65))), daemon=True)
+    thread.start()
+    thread.join(20)
+    assert not thread.is_alive(), "deadlocked"
+    value, hit = results[0]
+    assert isinstance(value, dict) and not hit and value["a"][0] == 65
+    assert layer.remember("key-3", lambda: {"a": np.full(1, -1.0)})[0]["a"][0] == 3  # kept, not produced again
 
 
 def test_a_zero_bound_turns_the_memory_layer_off(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -22,7 +22,7 @@ import test_result_cache as disk_suite
 from redis_server import RedisServer
 
 from core.errors import ConfigError
-from ui import compute, result_cache, views
+from service import compute, result_cache, views
 
 # The disk backend's tests that do not open the diskcache folder, run against Redis by the fixture below.
 test_method_result_round_trip = disk_suite.test_method_result_round_trip
@@ -40,7 +40,7 @@ test_sessions_share_one_read_only_copy_of_a_method_result = (
 )
 test_a_zero_bound_turns_the_memory_layer_off = disk_suite.test_a_zero_bound_turns_the_memory_layer_off
 small_spec = disk_suite.small_spec
-RESULT_LOG = "ui.result_cache"
+RESULT_LOG = "service.result_cache"
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +100,7 @@ def test_stored_value_is_the_same_npz_bytes_never_a_pickle(cache_dir: Path, redi
     assert stored[:2] == b"PK"  # a zip (npz) archive; a pickle starts with b"\x80"
     with np.load(io.BytesIO(stored), allow_pickle=False) as archive:
         meta = json.loads(archive["__meta__"].tobytes())
-    assert meta["__dc__"] == "ui.compute:ExactResult"
+    assert meta["__dc__"] == "service.compute:ExactResult"
 
 
 def test_an_unreadable_entry_is_a_miss_and_is_dropped(cache_dir: Path, redis_server: RedisServer) -> None:

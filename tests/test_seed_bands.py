@@ -12,9 +12,10 @@ from streamlit.testing.v1 import AppTest
 import core
 from core import limits
 from core.errors import ParameterError
-from ui import compute, sweep_runs, views
+from service import compute, views
+from service.views import InputSpec
+from ui import sweep_runs
 from ui.figures import compare as figs
-from ui.views import InputSpec
 
 SPEC = InputSpec("clustered", 64, 16, 2, 4, 0.1, 5)
 TAUS = (0.05, 0.3, 2.0)

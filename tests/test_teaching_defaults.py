@@ -96,9 +96,9 @@ def test_error_vs_entropy_default_sweep_shows_the_crossing_and_the_middle_gain()
     """The page's own sweep view (ui.sweep_runs.sweep_view) at its defaults, computed as the page's job computes it."""
     import torch
 
+    from service.views import InputSpec
     from ui import sweep_runs
     from ui.sidebar import Settings, linked_params
-    from ui.views import InputSpec
 
     s = DEFAULTS
     spec = InputSpec("clustered", s["n"], s["d"], s["heads"], s["clusters"], s["spread"], s["seed"])

@@ -343,7 +343,7 @@ def test_cluster_compose_wires_redis_scheduler_workers_replicas_and_the_current_
     assert scheduler["environment"]["DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES"] == "1"
     workers = {name: s for name, s in services.items() if s.get("entrypoint", [])[:2] == ["dask", "worker"]}
     for name, worker in workers.items():
-        assert "tcp://scheduler:8786" in worker["entrypoint"] and "ui.cluster" in worker["entrypoint"], name
+        assert "tcp://scheduler:8786" in worker["entrypoint"] and "service.dask_client" in worker["entrypoint"], name
         assert worker["entrypoint"][worker["entrypoint"].index("--nthreads") + 1] == "1", name
     gpu = [s for s in workers.values() if "GPU=1" in s["entrypoint"]]
     assert len(gpu) == 1 and gpu[0]["gpus"] == "all" and gpu[0]["build"]["dockerfile"] == "deploy/Dockerfile.gpu"

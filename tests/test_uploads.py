@@ -1,5 +1,5 @@
-"""Uploaded heads (core/uploads.py, ui/uploads.py): hostile and malformed files get a clear message and nothing else
-(no other exception, no file written), good files round-trip, uploads are addressed by their sha256 and expire."""
+"""Uploaded heads (core/uploads.py, service/uploads.py): hostile and malformed files get a clear message and nothing
+else (no other exception, no file written), good files round-trip, uploads are addressed by their sha256 and expire."""
 
 from __future__ import annotations
 
@@ -22,9 +22,9 @@ from safetensors.torch import save as save_torch
 
 from core import uploads
 from core.uploads import UploadError, read_upload
-from ui import result_cache
-from ui import uploads as stored
-from ui.views import InputSpec
+from service import result_cache
+from service import uploads as stored
+from service.views import InputSpec
 
 RNG = np.random.default_rng(0)
 HEADS, N, D = 2, 32, 8
@@ -371,7 +371,7 @@ def test_the_readme_snippet_exports_heads_the_uploader_reads(tmp_path: Path, mon
 
 
 def test_results_computed_on_an_upload_expire_with_it(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ui import views
+    from service import views
 
     monkeypatch.setenv("ATTN_EXPLORER_UPLOAD_HOURS", str(1.0 / 3600))  # one second
     upload = read_upload(save(qkv()), "a.safetensors")

@@ -16,7 +16,8 @@ import pytest
 
 from benchmarks.load import _run_async
 from deploy import processes, warmup
-from ui import lessons, page_registry, result_cache
+from service import result_cache
+from ui import lessons, page_registry
 from ui.presets import PRESETS
 
 # A link whose work starts on a button ("Measure the claims", estimated over 3 s): two papers, no real heads.
@@ -99,7 +100,7 @@ def test_warm_up_presses_the_button_and_fills_the_shared_cache(server, monkeypat
 
     cached, total = _in_cache(_run_async(_caption_of(stream, BUTTON_LINK)))
     assert cached == total  # a visitor now finds every measurement in the cache
-    marker = warmup.marker_path(cache_dir, result_cache.ENGINE_VERSION)
+    marker = result_cache.warmup_marker_path(cache_dir, result_cache.ENGINE_VERSION)
     assert marker.exists()
     # Once per engine version and cache folder: a restart (or a second replica) does not warm again.
     assert _in_thread(warmup.run, app.url, threading.Event()) is None
@@ -134,3 +135,73 @@ def test_the_served_app_starts_its_warm_up(tmp_path: Path) -> None:
     with processes.app_server(env=env) as app:
         time.sleep(3)
         assert "warm-up" not in app.log_tail(100_000)
+
+
+# ------------------------------------------------------------------ the marker and the lock live in the cache
+
+
+def _warm_up_without_a_server(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """``warmup.run`` with the server's part stood in (every link warmed at once); returns the links it opened."""
+    opened: list[str] = []
+
+    async def warm_all(stream_url: str, paths: list[str], stop: threading.Event) -> list[warmup.LinkResult]:
+        opened.extend(paths)
+        return [warmup.LinkResult(path) for path in paths]
+
+    monkeypatch.setattr(warmup, "links", lambda: ["Compare"])
+    monkeypatch.setattr(warmup, "_wait_healthy", lambda base_url, stop: True)
+    monkeypatch.setattr(warmup, "warm_all", warm_all)
+    return opened
+
+
+def test_a_new_redis_is_warmed_whatever_the_hosts_folder_holds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The measured failure: a host whose folder held the marker of an earlier single-server run never warmed a new
+    (or flushed) Redis. The marker and the lock are on the Redis server now."""
+    from redis_server import RedisServer
+
+    server = RedisServer().start()
+    try:
+        folder = tmp_path / "cache"
+        stale = result_cache.warmup_marker_path(folder, result_cache.ENGINE_VERSION)
+        stale.parent.mkdir(parents=True)
+        stale.write_text("{}")  # an earlier single-server run on this host
+        monkeypatch.setenv("ATTN_EXPLORER_CACHE_DIR", str(folder))
+        monkeypatch.setenv("ATTN_EXPLORER_CACHE_URL", server.url)
+        opened = _warm_up_without_a_server(monkeypatch)
+
+        assert warmup.run("http://127.0.0.1:1", threading.Event()) is not None
+        assert opened == ["Compare"]
+        done = server.client().get(result_cache.REDIS_WARMUP_DONE + result_cache.ENGINE_VERSION)
+        assert done is not None and '"path": "Compare"' in done.decode()
+        assert not server.client().exists(result_cache.REDIS_WARMUP_LOCK)  # released
+        assert warmup.run("http://127.0.0.1:1", threading.Event()) is None  # a second replica: already warmed
+        assert opened == ["Compare"]
+
+        with result_cache.warmup_lock() as held:  # a replica warming holds the server's lock: another one waits
+            assert held
+            server.client().flushall()
+            server.client().set(result_cache.REDIS_WARMUP_LOCK, "another replica")
+            assert warmup.run("http://127.0.0.1:1", threading.Event()) is None
+        assert server.client().get(result_cache.REDIS_WARMUP_LOCK) == b"another replica"  # not ours to release
+        server.client().flushall()
+        assert warmup.run("http://127.0.0.1:1", threading.Event()) is not None  # a flushed server is warmed again
+        assert opened == ["Compare", "Compare"]
+    finally:
+        server.stop()
+
+
+def test_without_redis_the_marker_and_the_lock_are_in_the_cache_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("ATTN_EXPLORER_CACHE_DIR", str(folder))
+    monkeypatch.delenv("ATTN_EXPLORER_CACHE_URL", raising=False)
+    opened = _warm_up_without_a_server(monkeypatch)
+    with result_cache.warmup_lock() as held:  # another process of this folder is warming
+        assert held
+        assert warmup.run("http://127.0.0.1:1", threading.Event()) is None
+    assert opened == []
+    assert warmup.run("http://127.0.0.1:1", threading.Event()) is not None
+    assert result_cache.warmup_marker_path(folder, result_cache.ENGINE_VERSION).exists()
+    assert warmup.run("http://127.0.0.1:1", threading.Event()) is None
+    assert opened == ["Compare"]

@@ -32,16 +32,19 @@ Fragments (a control reruns only the part of the page it affects)
     Put the controls and the results they drive in one ``@st.fragment`` function and call
     ``ui.finish_fragment()`` at its end: it redraws the sidebar's share link with the fragment's controls (and shows
     notices raised during a fragment rerun). ``ui.finish()`` still ends the page. Controls outside the fragment
-    (the sidebar) rerun the whole page as before. ``ui.run_heavy`` works inside a fragment: a click there (Cancel,
-    a knob) stops its wait at once, and a stopped job ends only the fragment on a fragment rerun.
+    (the sidebar) rerun the whole page as before. A heavy view (``service.views.run``) works inside a fragment: a
+    click there (Cancel, a knob) stops its wait at once, and a stopped job ends only the fragment on a fragment rerun.
 
-Caching
-    Every cached computation is a view (``ui/views.py``): a frozen dataclass of every setting its result depends
+Caching (the engine service, ``service/``: no Streamlit there)
+    Every cached computation is a view (``service/views.py``): a frozen dataclass of every setting its result depends
     on, whose ``compute(report)`` reads only its own fields. Its cache key and job key are derived from the fields;
-    never build a key by hand (tests/test_view_keys.py checks both). ``ui.views.run(view, estimate_seconds)``
-    checks the shared disk cache, then computes at once (light) or in the process-wide scheduler (queue place,
-    progress bar, Cancel); ``ui.views.lookup(view)`` only reads the cache. ``s.method_run(method, params)`` is the
-    view of one method at the sidebar's settings; ``s.run`` and ``s.parts`` use it.
+    never build a key by hand, and never call ``run_heavy`` or the result cache from a page (tests/test_view_keys.py
+    checks both). ``service.views.run(view, estimate_seconds)`` checks the result cache (this process's memory
+    layer, then the shared disk or Redis store), then computes at once (light) or in the process-wide scheduler
+    (``service/scheduler.py``; the page shows the queue place, a progress bar and Cancel, drawn by ``ui/jobs.py``);
+    ``service.views.lookup(view)`` only reads the cache. ``s.method_run(method, params)`` is the view of one method
+    at the sidebar's settings; ``s.run`` and ``s.parts`` use it. Results are never cached with ``st.cache_data``
+    in the service.
 
 Controls bound to the URL (``key`` = URL parameter; letters, digits and ``_`` only)
     ``ui.int_slider``, ``ui.int_input``, ``ui.float_slider``, ``ui.log_slider`` (numbers snap to options),
@@ -98,12 +101,10 @@ from typing import Any
 
 import streamlit as st
 
-import core  # noqa: F401 - before ui.compute loads torch: core sets OpenMP's passive wait (deploy/serve.py sets it for the server)
-from ui.compute import (
-    MethodResult,
-    cached_with_progress,
-    display,
-)
+import core  # noqa: F401 - before service.compute loads torch: core sets OpenMP's passive wait (deploy/serve.py sets it for the server)
+from service.compute import MethodResult, display
+from service.downsampling import DISPLAY_MAX, block_factor, block_reduce
+from service.views import InputSpec, params_key
 from ui.figure_display import explain, show_figure
 from ui.figures import (
     GridCell,
@@ -115,7 +116,6 @@ from ui.figures import (
     method_colour,
     png_bytes,
 )
-from ui.figures.downsampling import DISPLAY_MAX, block_factor, block_reduce
 from ui.jobs import estimate_seconds, run_heavy
 from ui.page_lifecycle import (
     finish_fragment,
@@ -142,7 +142,6 @@ from ui.sidebar import (
     registered_methods,
     sidebar,
 )
-from ui.views import InputSpec, params_key
 from ui.widgets import (
     choice,
     float_slider,
@@ -164,7 +163,6 @@ __all__ = [
     "StatusLine",
     "TAU_OPTIONS",
     "block_factor",
-    "cached_with_progress",
     "block_reduce",
     "choice",
     "device_control",

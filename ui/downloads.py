@@ -13,7 +13,7 @@ import numpy as np
 
 import core
 import core.compare
-from ui import compute
+from service import compute
 from ui.figures import png_bytes
 from ui.sidebar import Settings
 

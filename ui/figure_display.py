@@ -30,7 +30,8 @@ def _data_bytes(data: Any) -> tuple[bytes, str, str]:
         return data.to_csv(index=False).encode("utf-8"), "csv", "text/csv"
     if isinstance(data, Mapping):
         buffer = io.BytesIO()
-        np.savez_compressed(buffer, **{str(k): np.asarray(v) for k, v in data.items()})
+        arrays: dict[str, Any] = {str(k): np.asarray(v) for k, v in data.items()}
+        np.savez_compressed(buffer, **arrays)
         return buffer.getvalue(), "npz", "application/octet-stream"
     return json.dumps(data, default=str, indent=2).encode("utf-8"), "json", "application/json"
 

@@ -1,411 +1,28 @@
-"""The process-wide scheduler for heavy work: a fixed number of compute slots and a fair queue across sessions.
-
-- Slots: ``ATTN_EXPLORER_SLOTS``, else one per GPU, else ``cores // 2`` (at least 1). Each job runs with
-  ``cores // slots`` torch threads, so all slots together never oversubscribe the CPU.
-- Fairness: queued jobs are started round-robin across session ids, so a session that submits many jobs
-  waits behind its own jobs, never in front of everyone else's.
-- Sharing: a job is identified by its cache key; a second session asking for the same result while it is
-  queued or running joins it (a class opening one link costs one computation). The result is stored in the
-  shared disk cache (``ui.result_cache``) when it finishes.
-- Cancellation: a job is cancelled when every session waiting on it has gone: its script run was stopped
-  (the user changed a setting, pressed Cancel, or closed the tab) or the watchdog sees that the session is
-  no longer active in the Streamlit runtime. Each job also stops at ``ATTN_EXPLORER_JOB_SECONDS``.
-- Where: in this process, or, when ``ATTN_EXPLORER_SCHEDULER`` names a Dask scheduler, on its workers
-  (``ui.cluster``): a job that carries its view (``task``) is sent there once it starts; this scheduler still
-  admits, queues, shows progress and cancels it. Slots then default to the workers' threads.
-
-Pages call ``run_heavy(name, key, compute, estimate_seconds)``; ``compute(report)`` gets a progress callback
-``report(fraction, label)`` that also stops the job once it is cancelled.
+"""The page side of the scheduler (``service.scheduler``): how a page waits for a heavy job (queue place, progress
+bar, Cancel), the page run's cancel token, and which session a job belongs to. Importing this module installs these
+into the service (``service.scheduler.install``): the service itself imports no Streamlit.
 """
 
 from __future__ import annotations
 
-import itertools
-import os
 import threading
 import time
-from collections import OrderedDict, deque
-from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-import torch
+import streamlit as st
 
 from core import cancel as core_cancel
-from core import config, limits
 from core.cancel import Cancelled, CancelToken
-from core.device import cpu_threads
+from service import result_cache
+from service import scheduler as service_scheduler
+from service.dask_client import EngineMismatch, WorkerLost
+from service.scheduler import LIGHT_SECONDS, POLL_SECONDS, Job, Report, Scheduler, estimate_seconds, job_seconds
+from ui import page_lifecycle, streamlit_compat
 
-if TYPE_CHECKING:
-    from ui.cluster import ClusterRunner
+__all__ = ["LIGHT_SECONDS", "estimate_seconds", "page_token", "run_heavy"]
 
 T = TypeVar("T")
-
-LIGHT_SECONDS = 2.0  # estimated work below this runs at once in the page's own thread, never queued
-POLL_SECONDS = 0.2  # how often a waiting page refreshes its status (and notices that it was stopped)
-WATCHDOG_SECONDS = 0.5  # how often the watchdog looks for jobs whose sessions have gone
-# Attention-matrix entries a page's engine work gets through per second on the reference 2-core CPU (the
-# default 12-temperature sweep touches 12 x 4 heads x 512^2 x 4 passes = 5e7). Only used to tell light work from
-# heavy work.
-ELEMENTS_PER_SECOND = 3e7
-
-
-def estimate_seconds(elements: float) -> float:
-    """A rough run time for work touching ``elements`` attention entries (for ``run_heavy``'s light/heavy split)."""
-    return float(elements) / ELEMENTS_PER_SECOND
-
-
-def cores() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
-
-
-def default_slots() -> int:
-    configured = config.read("slots")  # ATTN_EXPLORER_SLOTS
-    if configured is not None:
-        return configured
-    if torch.cuda.is_available():
-        return max(1, torch.cuda.device_count())
-    return max(1, cores() // 2)
-
-
-def light_slots() -> int:
-    """How many light computations run at once (``ATTN_EXPLORER_LIGHT_SLOTS``, default: one per core)."""
-    configured = config.read("light_slots")
-    return configured if configured is not None else cores()
-
-
-_light_gates: dict[int, threading.BoundedSemaphore] = {}
-_light_gates_lock = threading.Lock()
-_light_held = threading.local()
-
-
-@contextmanager
-def light_work() -> Iterator[None]:
-    """Hold one of ``light_slots()`` while computing a light result (a method at the page's settings, exact attention).
-
-    Twenty sessions that each compute a new setting otherwise all compute at once: on two cores they finish no
-    sooner, each holds its intermediate matrices (tens of MB at n = 512) meanwhile, and the first of them waits for
-    all. Light work still never waits behind heavy work (the scheduler's slots are separate). Re-entrant per
-    thread: a light computation that calls another does not wait for itself. Also a decorator.
-    """
-    if getattr(_light_held, "holding", False):  # the outermost block holds the slot and gives it back
-        yield
-        return
-    slots = light_slots()
-    with _light_gates_lock:
-        gate = _light_gates.setdefault(slots, threading.BoundedSemaphore(slots))
-    with gate:
-        _light_held.holding = True
-        try:
-            yield
-        finally:
-            _light_held.holding = False
-
-
-def job_seconds() -> float:
-    """The time limit of one job (``ATTN_EXPLORER_JOB_SECONDS``, default 60); a bad value raises ParameterError."""
-    return limits.job_seconds()
-
-
-class Report:
-    """The progress callback a job's compute function gets: ``report(fraction, label)``; ``.token`` for loops.
-
-    Every report checks the token, so a compute function that reports between steps stops once cancelled.
-    """
-
-    def __init__(self, token: CancelToken, job: Job | None = None) -> None:
-        self._job = job
-        self.token = token
-
-    def __call__(self, fraction: float, label: str = "") -> None:
-        self.token.check()
-        if self._job is not None:
-            self._job.progress = min(1.0, max(0.0, float(fraction)))
-            self._job.label = str(label)
-
-
-@dataclass(eq=False)
-class Job:
-    name: str
-    key: str  # the full cache key (one job per key at a time)
-    compute: Callable[[Report], Any]
-    estimate: float | None
-    token: CancelToken  # no deadline while queued; ``limit`` is set when the job starts
-    limit: float
-    owners: set[str] = field(default_factory=set)
-    state: str = "queued"  # queued | running | done | failed | cancelled
-    progress: float = 0.0
-    label: str = ""
-    result: Any = None
-    error: BaseException | None = None
-    submitted: float = field(default_factory=time.monotonic)
-    started: float | None = None
-    finished: float | None = None
-    done_event: threading.Event = field(default_factory=threading.Event)
-    id: int = 0
-    task: Any = None  # the View that ``compute`` belongs to: what a cluster worker is sent (None: in-process only)
-    expire: float | None = None  # seconds the shared cache keeps the result (None: until evicted)
-
-    @property
-    def finished_state(self) -> bool:
-        return self.state in ("done", "failed", "cancelled")
-
-
-_ids = itertools.count(1)
-
-
-class Scheduler:
-    """Fixed compute slots, a round-robin queue over sessions, shared jobs, and a watchdog."""
-
-    def __init__(
-        self,
-        slots: int | None = None,
-        *,
-        is_active: Callable[[str], bool | None] | None = None,
-        store: Callable[..., None] | None = None,  # (name, key, value[, expire=seconds])
-        watchdog_seconds: float = WATCHDOG_SECONDS,
-        cluster: Callable[[], ClusterRunner | None] | None = None,
-    ) -> None:
-        self._cluster = cluster
-        if slots is None:
-            remote = cluster() if cluster is not None else None
-            slots = config.read("slots") or (remote.slots() if remote is not None else None) or default_slots()
-        self.slots = slots
-        self.threads_per_job = max(1, cores() // self.slots)
-        self._executor = ThreadPoolExecutor(max_workers=self.slots, thread_name_prefix="attn-job")
-        self._lock = threading.RLock()
-        self._queues: OrderedDict[str, deque[Job]] = OrderedDict()  # session id -> its queued jobs, RR order
-        self._running: set[Job] = set()
-        self._by_key: dict[str, Job] = {}
-        self._history: dict[str, float] = {}  # name -> recent run time, for estimates
-        self._is_active = is_active if is_active is not None else streamlit_session_active
-        self._store = store
-        self._closed = threading.Event()
-        self._watchdog = threading.Thread(
-            target=self._watch, args=(watchdog_seconds,), name="attn-job-watchdog", daemon=True
-        )
-        self._watchdog.start()
-
-    # -------------------------------------------------------------- submitting and leaving
-
-    def submit(
-        self,
-        name: str,
-        key: str,
-        compute: Callable[[Report], Any],
-        session_id: str,
-        estimate: float | None = None,
-        deadline: float | None = None,
-        task: Any = None,
-        expire: float | None = None,
-    ) -> Job:
-        """Queue ``compute`` for ``session_id``, or join the queued/running job with the same key."""
-        with self._lock:
-            job = self._by_key.get(key)
-            if job is not None and not job.finished_state and not job.token.cancelled:
-                if session_id not in job.owners:
-                    job.owners.add(session_id)
-                return job
-            limit = job_seconds() if deadline is None else deadline
-            job = Job(name, key, compute, estimate, CancelToken(), limit, {session_id}, id=next(_ids), task=task)
-            job.expire = expire
-            self._by_key[key] = job
-            self._queues.setdefault(session_id, deque()).append(job)
-            self._dispatch()
-            return job
-
-    def release(self, job: Job, session_id: str, reason: str = "the page stopped waiting") -> None:
-        """``session_id`` no longer waits for ``job``; cancel it when nobody else does."""
-        with self._lock:
-            job.owners.discard(session_id)
-            if not job.owners and not job.finished_state:
-                self._cancel(job, reason)
-
-    def cancel_session(self, session_id: str, reason: str) -> None:
-        with self._lock:
-            for job in self.jobs():
-                if session_id in job.owners:
-                    self.release(job, session_id, reason)
-
-    def _cancel(self, job: Job, reason: str) -> None:
-        job.token.cancel(reason)
-        if job.state == "queued":
-            self._drop_queued(job)
-            self._finish(job, "cancelled", error=Cancelled(reason))
-
-    def _drop_queued(self, job: Job) -> None:
-        for session_id, queue in list(self._queues.items()):
-            if job in queue:
-                queue.remove(job)
-            if not queue:
-                del self._queues[session_id]
-
-    # -------------------------------------------------------------- running
-
-    def _next_job(self) -> Job | None:
-        """Round robin: the first session in line gives its oldest job and goes to the back of the line."""
-        while self._queues:
-            session_id, queue = next(iter(self._queues.items()))
-            job = queue.popleft()
-            del self._queues[session_id]
-            if queue:
-                self._queues[session_id] = queue  # re-inserted at the end
-            if not job.token.cancelled:
-                return job
-            self._finish(job, "cancelled", error=Cancelled(job.token.reason or "cancelled"))
-        return None
-
-    def _dispatch(self) -> None:
-        with self._lock:
-            while len(self._running) < self.slots and not self._closed.is_set():
-                job = self._next_job()
-                if job is None:
-                    return
-                job.state = "running"
-                job.started = time.monotonic()
-                job.token.start(job.limit)  # the time limit counts from the start, not from the queue
-                self._running.add(job)
-                self._executor.submit(self._run, job)
-
-    def _run(self, job: Job) -> None:
-        state, result = "done", None
-        error: BaseException | None = None
-        remote = self._cluster() if self._cluster is not None and job.task is not None else None
-        client = remote.client() if remote is not None else None  # None: unreachable, so compute here
-        try:
-            with core_cancel.active(job.token), cpu_threads(self.threads_per_job):
-                job.token.check()
-                if remote is not None and client is not None:
-                    result = remote.run(job, client)
-                else:
-                    result = job.compute(Report(job.token, job))
-        except Cancelled as exc:
-            state, error = "cancelled", exc
-        except BaseException as exc:  # handed to the waiting page, which shows it
-            state, error = "failed", exc
-        if state == "done" and self._store is not None:
-            try:
-                if job.expire is None:
-                    self._store(job.name, job.key, result)
-                else:
-                    self._store(job.name, job.key, result, expire=job.expire)
-            except Exception as exc:  # a full disk must not lose the result for the waiting page
-                job.label = f"not cached: {exc}"
-        with self._lock:
-            self._running.discard(job)
-            if state == "done" and job.started is not None:
-                self._history[job.name] = time.monotonic() - job.started
-            self._finish(job, state, result=result, error=error)
-            self._dispatch()
-
-    def _finish(self, job: Job, state: str, result: Any = None, error: BaseException | None = None) -> None:
-        job.state, job.result, job.error = state, result, error
-        job.finished = time.monotonic()
-        if self._by_key.get(job.key) is job:
-            del self._by_key[job.key]
-        job.done_event.set()
-
-    # -------------------------------------------------------------- what a waiting page shows
-
-    def jobs(self) -> list[Job]:
-        with self._lock:
-            return [*self._running, *self.queue_order()]
-
-    def queue_order(self) -> list[Job]:
-        """Queued jobs in the order the round robin will start them."""
-        with self._lock:
-            queues = [list(q) for q in self._queues.values()]
-        order: list[Job] = []
-        for depth in range(max((len(q) for q in queues), default=0)):
-            order.extend(q[depth] for q in queues if depth < len(q))
-        return order
-
-    def expected_seconds(self, job: Job) -> float:
-        value = job.estimate if job.estimate is not None else self._history.get(job.name)
-        return float(value) if value is not None else 10.0
-
-    def position(self, job: Job) -> tuple[int, float]:
-        """(1-based place in the queue, estimated seconds until it starts); (0, 0) once it runs."""
-        with self._lock:
-            if job.state != "queued":
-                return 0, 0.0
-            order = self.queue_order()
-            if job not in order:
-                return 0, 0.0
-            ahead = order[: order.index(job)]
-            now = time.monotonic()
-            running = sum(max(0.0, self.expected_seconds(j) - (now - (j.started or now))) for j in self._running)
-            work = running + sum(self.expected_seconds(j) for j in ahead)
-            return len(ahead) + 1, work / self.slots
-
-    # -------------------------------------------------------------- the watchdog
-
-    def _watch(self, every: float) -> None:
-        while not self._closed.wait(every):
-            self.sweep_inactive()
-
-    def sweep_inactive(self) -> None:
-        """Release every job from sessions that are no longer active (closed tabs)."""
-        for job in self.jobs():
-            for session_id in list(job.owners):
-                if self._is_active(session_id) is False:
-                    self.release(job, session_id, "the browser tab was closed")
-
-    def cancel_all(self, reason: str = "the server is shutting down") -> None:
-        self._closed.set()
-        with self._lock:
-            for job in self.jobs():
-                self._cancel(job, reason)
-
-    def shutdown(self) -> None:
-        self.cancel_all()
-        self._executor.shutdown(wait=True, cancel_futures=True)
-
-
-def streamlit_session_active(session_id: str) -> bool | None:
-    """True/False from the Streamlit runtime; None where there is no runtime (tests, bare scripts)."""
-    from ui import streamlit_compat
-
-    return streamlit_compat.session_active(session_id)
-
-
-def _store_result(name: str, key: str, value: Any, expire: float | None = None) -> None:
-    from ui import result_cache
-
-    result_cache.put_key(key, value, expire)
-
-
-_scheduler: Scheduler | None = None
-_scheduler_lock = threading.Lock()
-
-
-def scheduler() -> Scheduler:
-    """The process-wide scheduler (created on first use)."""
-    global _scheduler
-    with _scheduler_lock:
-        if _scheduler is None:
-            from ui import cluster
-
-            _scheduler = Scheduler(store=_store_result, cluster=cluster.runner)
-            # At interpreter exit the executor joins its workers; cancel first so a running job does not hold
-            # the exit for up to ATTN_EXPLORER_JOB_SECONDS (the same hook concurrent.futures itself uses).
-            register = getattr(threading, "_register_atexit", None)
-            if register is not None:
-                register(_scheduler.cancel_all)
-        return _scheduler
-
-
-def any_running() -> bool:
-    """A job of this process's scheduler is running (False, without creating one, when there is none yet)."""
-    return _scheduler is not None and any(job.state == "running" for job in _scheduler.jobs())
-
-
-# ------------------------------------------------------------------ the page side
 
 
 PAGE_TOKEN_ATTRIBUTE = "_attn_explorer_cancel"
@@ -418,8 +35,6 @@ def page_token() -> CancelToken | None:
     its next Streamlit call, so a long engine loop computing in the page thread would go on. The engine's loops
     check this token (``core.cancel.set_fallback``). One token per script runner: a stopped runner never reruns.
     """
-    from ui import streamlit_compat
-
     ctx = streamlit_compat.script_run_ctx()
     if ctx is None:
         return None
@@ -436,15 +51,8 @@ def page_token() -> CancelToken | None:
     return token
 
 
-core_cancel.set_fallback(page_token)
-
-
 def _halt() -> None:
     """End this page run here, still drawing the page's footer (notices, share link), or the fragment's end."""
-    import streamlit as st
-
-    from ui import page_lifecycle
-
     try:
         page_lifecycle.finish_stopped()
     except (AttributeError, KeyError, RuntimeError):  # a bare script without ui.page()
@@ -453,8 +61,6 @@ def _halt() -> None:
 
 
 def _session_id() -> str:
-    from ui import streamlit_compat
-
     ctx = streamlit_compat.script_run_ctx()
     return ctx.session_id if ctx is not None else f"thread-{threading.get_ident()}"
 
@@ -466,8 +72,6 @@ def _click_waits_in_this_fragment() -> bool:
     Cancel click under a job's progress bar would wait for the job. This reads the runner's pending request (not
     a public API): if Streamlit changes it, this answers False and the change waits as Streamlit decides.
     """
-    from ui import streamlit_compat
-
     ctx = streamlit_compat.script_run_ctx()
     fragment = streamlit_compat.script_thread_state().fragment_id if ctx is not None else None
     requests = getattr(ctx, "script_requests", None)
@@ -509,10 +113,6 @@ def run_heavy(
     Errors raised by ``compute`` are raised here; a job past ``ATTN_EXPLORER_JOB_SECONDS`` ends the page run
     with a message naming that setting.
     """
-    import streamlit as st
-
-    from ui import page_lifecycle, result_cache
-
     full = result_cache.make_key(name, key)
     hit = result_cache.get_key(full)
     if hit is not None:
@@ -540,7 +140,7 @@ def run_heavy(
             _halt()
         cancelled.discard(full)
 
-    sched = scheduler()
+    sched = service_scheduler.scheduler()
     placeholder = st.empty()
     with placeholder.container():
         bar = st.progress(0.0, text=f"{title}: starting…")
@@ -574,8 +174,6 @@ def run_heavy(
         return job.result
     if job.state == "failed" and job.error is not None:
         placeholder.empty()
-        from ui.cluster import EngineMismatch, WorkerLost
-
         if isinstance(job.error, (WorkerLost, EngineMismatch)):  # the cluster's trouble, not the page's: no traceback
             st.error(f"{title} stopped: {job.error}")
             _halt()
@@ -584,3 +182,17 @@ def run_heavy(
     st.error(f"{title} stopped: {job.token.reason or 'cancelled'}.")
     _halt()
     raise AssertionError("unreachable: st.stop() raises")
+
+
+def streamlit_session_active(session_id: str) -> bool | None:
+    """True/False from the Streamlit runtime; None where there is no runtime (tests, bare scripts)."""
+    return streamlit_compat.session_active(session_id)
+
+
+def install() -> None:
+    """Put the page side into the service: Streamlit's session liveness, the page's waiting, the page run's token."""
+    service_scheduler.install(session_active=streamlit_session_active, run_heavy=run_heavy)
+    core_cancel.set_fallback(page_token)
+
+
+install()

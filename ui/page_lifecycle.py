@@ -18,6 +18,7 @@ from typing import Any
 
 import streamlit as st
 
+from service import dask_client, result_cache
 from ui import streamlit_compat
 from ui.share_box import share_link_box
 from ui.url_params import (
@@ -248,15 +249,12 @@ def finish_page() -> None:
 def _cache_backend_notice(session: dict[str, Any]) -> None:
     """Once per session each: the shared result cache (Redis) or the compute cluster (Dask) does not answer, so this
     page computed without it."""
-    from ui import result_cache
-
     problem = result_cache.backend_problem()
     if problem and not session.get("cache_backend_noticed"):
         session["cache_backend_noticed"] = True
         notice(f"**Result cache**: {problem} Results are computed here without it until it answers again.")
-    from ui import cluster
 
-    unreachable = cluster.problem()
+    unreachable = dask_client.problem()
     if unreachable and not session.get("cluster_noticed"):
         session["cluster_noticed"] = True
         notice(f"**Compute cluster**: {unreachable}. Heavy jobs compute on this server until it answers again.")

@@ -25,7 +25,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from core import config
-from deploy.preload import LOADER
+from ui.plotly_bundle import LOADER
 
 COMPONENT_NAME = "attention_explorer.plotly_chart"
 TEST_ID = "aePlotlyChart"

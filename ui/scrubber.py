@@ -14,10 +14,10 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 from core.scrub import ScrubViews, SplitViews
+from service.views import SplitScrub, TemperatureScrub, method_params, params_key
+from service.views import run as run_view
 from ui.figures.palette import method_colour, other_colour
 from ui.plotly_chart import plotly_chart
-from ui.views import SplitScrub, TemperatureScrub, method_params, params_key
-from ui.views import run as run_view
 
 LOG_FLOOR = 1e-6  # attention maps are drawn as log10(weight), floored here
 
@@ -274,7 +274,7 @@ def tau_grid(tau: float, options: list[float], half_width: int = GRID_HALF_WIDTH
 
 @st.cache_data(show_spinner="Precomputing every temperature…", max_entries=16)
 def _views(view: TemperatureScrub) -> ScrubViews:
-    return view.compute()  # type: ignore[no-any-return]
+    return view.compute()
 
 
 def scrubber_section(settings: object, methods: list[str], params: Mapping[str, Mapping[str, object]]) -> None:

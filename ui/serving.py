@@ -121,10 +121,10 @@ class IdleTrimmer:
 
 
 def server_busy() -> bool:
-    """A script run, a scheduled job or work done ahead (ui/prefetch.py) is in progress in this process."""
-    from ui import jobs, prefetch
+    """A script run, a scheduled job or work done ahead (service/prefetch.py) is in progress in this process."""
+    from service import prefetch, scheduler  # here, not at import: deploy/serve.py imports this before the engine
 
-    return prefetch.runs_in_progress() > 0 or prefetch.working() or jobs.any_running()
+    return prefetch.runs_in_progress() > 0 or prefetch.working() or scheduler.any_running()
 
 
 _trimmer: IdleTrimmer | None = None

@@ -18,8 +18,9 @@ import core.uploads
 from core import device as core_device
 from core import registry
 from core.registry import CAUSAL
-from ui import compute, page_lifecycle, page_registry, uploads, url_params, views, widgets
-from ui.compute import InputSpec
+from service import compute, uploads, views
+from service.views import InputSpec
+from ui import page_lifecycle, page_registry, url_params, widgets
 
 SOURCES = ("clustered", "gaussian", "real", "upload")
 SOURCE_LABELS = {
@@ -107,7 +108,7 @@ def fmt_tau(x: float) -> str:
 @dataclass(frozen=True)
 class Settings:
     """The shared sidebar settings of one page run, parsed from the URL once. The engine calls are built from it as
-    views (``ui.views``), whose fields are their cache keys."""
+    views (``service.views``), whose fields are their cache keys."""
 
     spec: InputSpec  # what determines q, k, v; its seed is every random draw's (data and methods)
     tau: float  # temperature: logits = q.k / tau
@@ -313,7 +314,7 @@ def _causal_asked(page: page_lifecycle.PageState) -> bool:
     if "causal" in st.session_state:
         return bool(st.session_state["causal"])
     raw = page.raw.get("causal") or url_params.raw_params().get("causal")
-    return bool(raw) and str(raw[-1]).strip().lower() in registry.TRUE_TEXTS
+    return raw is not None and len(raw) > 0 and str(raw[-1]).strip().lower() in registry.TRUE_TEXTS
 
 
 def _follow_source_switch(page: page_lifecycle.PageState, source: str, base: dict[str, Any], show_budget: bool) -> None:
@@ -347,6 +348,12 @@ def device_control(where: Any, default: str = "auto") -> tuple[str, torch.device
     except core.ParameterError:
         page_lifecycle.notice(f"**Device**: `{device}` is not available on this machine; using the CPU.")
         return device, torch.device("cpu")
+
+
+def real_token_count(text: str) -> int:
+    """The text's token count; the model runs on a new text (kept in the service), with a spinner after 0.5 s."""
+    with st.spinner("Running the MiniLM model on the text…"):
+        return compute.real_token_count(text)
 
 
 def sidebar(
@@ -411,11 +418,11 @@ def sidebar(
             help="MiniLM has 6 layers of 12 heads, head dimension 32.",
         )
         try:
-            tokens = compute.real_token_count(text)
+            tokens = real_token_count(text)
         except core.ParameterError as exc:
             page_lifecycle.notice(f"The text could not be used ({exc}); using the default text.")
             text = core.data.default_text()
-            tokens = compute.real_token_count(text)
+            tokens = real_token_count(text)
         n, d, heads = tokens, REAL_D, REAL_HEADS
         bar.caption(f"n = {tokens} tokens, d = {REAL_D}, {REAL_HEADS} heads (fixed by the model).")
         clusters, spread = base["clusters"], base["spread"]
@@ -825,14 +832,14 @@ def _param_widget(p: core.ParamSpec, key: str, start: Any, n: int, d: int, where
             return widgets.int_slider(label, key, lo, hi, int(start), help=p.help, where=where)
         return widgets.int_input(label, key, lo, hi, int(start), help=p.help, where=where)
     if p.kind == "float":
-        lo = float(low) if low is not None else 0.0
-        hi = float(high) if high is not None else max(lo + 1.0, float(start) * 10)
-        if p.log and lo > 0:
+        lo_f = float(low) if low is not None else 0.0
+        hi_f = float(high) if high is not None else max(lo_f + 1.0, float(start) * 10)
+        if p.log and lo_f > 0:
             return widgets.log_slider(
-                label, key, _log_grid(lo, hi, float(start)), float(start), help=p.help, where=where
+                label, key, _log_grid(lo_f, hi_f, float(start)), float(start), help=p.help, where=where
             )
         return widgets.float_slider(
-            label, key, lo, hi, float(start), step=(hi - lo) / 100 or 0.01, help=p.help, where=where
+            label, key, lo_f, hi_f, float(start), step=(hi_f - lo_f) / 100 or 0.01, help=p.help, where=where
         )
     # int_list: comma-separated integers
     if start is None:

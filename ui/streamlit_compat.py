@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from service.diskcache_compat import DISKCACHE_VERSION, oldest_entry_key
+
 # The versions these internals were read in (requirements.txt pins them).
 STREAMLIT_VERSION = "1.67.0"
-DISKCACHE_VERSION = "5.6.3"
 
 # name -> (library, what the app uses it for). tests/test_streamlit_compat.py checks each one exists.
 INTERNALS: dict[str, tuple[str, str]] = {
@@ -77,8 +78,8 @@ INTERNALS: dict[str, tuple[str, str]] = {
     ),
     "streamlit.proto.ForwardMsg_pb2.ForwardMsg": ("streamlit", "reading the server's messages (deploy/warmup.py)"),
     "streamlit.proto.BackMsg_pb2.BackMsg": ("streamlit", "sending a page request (deploy/warmup.py)"),
-    "diskcache.Cache._sql": ("diskcache", "the least recently used entry (ui/result_cache.py)"),
-    "diskcache.Cache._disk": ("diskcache", "the key of a stored row (ui/result_cache.py)"),
+    "diskcache.Cache._sql": ("diskcache", "the least recently used entry (service/diskcache_compat.py)"),
+    "diskcache.Cache._disk": ("diskcache", "the key of a stored row (service/diskcache_compat.py)"),
 }
 
 
@@ -160,7 +161,7 @@ def _replaceable(function: Any, own_module: str) -> bool:
 
 
 def install_config_readers(
-    get_option: Callable[[str], Any], get_options_for_section: Callable[[str], dict[str, Any]]
+    get_option: Callable[..., Any], get_options_for_section: Callable[..., dict[str, Any]]
 ) -> None:
     """Route ``streamlit.config.get_option`` / ``get_options_for_section`` to the given readers (process-wide)."""
     from streamlit import config
@@ -171,7 +172,7 @@ def install_config_readers(
         config.get_options_for_section = get_options_for_section
 
 
-def wrap_handle_backmsg(wrap: Callable[[Callable[[Any, Any], Any]], Callable[[Any, Any], Any]]) -> None:
+def wrap_handle_backmsg(wrap: Callable[[Callable[[Any, Any], Any]], Callable[..., Any]]) -> None:
     """Replace ``AppSession.handle_backmsg`` (every browser message to a session) by ``wrap(original)``."""
     from streamlit.runtime.app_session import AppSession
 
@@ -195,15 +196,6 @@ def back_msg() -> Any:
     return BackMsg()
 
 
-# ------------------------------------------------------------------ diskcache
+# ------------------------------------------------------------------ diskcache (service/diskcache_compat.py)
 
-
-def oldest_entry_key(cache: Any) -> Any:
-    """The key of the least recently used entry of a ``diskcache.Cache`` (None when it is empty). diskcache has
-    no public way to read it; its own eviction uses the same query."""
-    with cache.transact(retry=True):
-        row = cache._sql("SELECT key, raw FROM Cache ORDER BY access_time LIMIT 1").fetchone()
-    if row is None:
-        return None
-    stored, raw = row
-    return cache._disk.get(stored, raw)
+__all__ = ["DISKCACHE_VERSION", "INTERNALS", "STREAMLIT_VERSION", "oldest_entry_key"]

@@ -1,5 +1,5 @@
 """The Error vs entropy page's engine calls: the temperature sweep (through the shared scheduler and disk cache)
-and, for the real model, every head of every layer. Numbers come from core.sweeps and ui.compute unchanged."""
+and, for the real model, every head of every layer. Numbers come from core.sweeps and service.compute unchanged."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 
 from core import limits, registry
-from ui import compute, views
-from ui.jobs import estimate_seconds
+from service import compute, views
+from service.scheduler import estimate_seconds
 from ui.sidebar import Settings
 
 REAL_LAYERS = 6
@@ -51,7 +51,7 @@ def temperature_sweep(
     view = sweep_view(s, taus, methods, params, redraws)
     random = sum(registry.get(m).randomized for m in methods)
     work = len(taus) * s.spec.heads * s.spec.n**2 * (len(methods) + 1 + (redraws - 1) * (random + 1))
-    return views.run(view, estimate_seconds(work), title="The temperature sweep")  # type: ignore[no-any-return]
+    return views.run(view, estimate_seconds(work), title="The temperature sweep")
 
 
 def sweep_view(
@@ -80,7 +80,7 @@ def real_heads_table(
     s: Settings,
     methods: Sequence[str],
     params: dict[str, dict[str, Any]],
-    progress: Callable[[int], None],
+    progress: Callable[[int], object],
 ) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
     """One row per (method, layer, head) at the sidebar temperature, and (method, error) refusals: every layer of the
     real model, or the one layer of an upload (its heads as the sidebar keeps them)."""

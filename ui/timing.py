@@ -1,7 +1,7 @@
 """Warm timings of one method on the page's input (cached per setting), for Compare's time column.
 
-The engine's run (ui.compute.run_method) times a single cold call; this repeats the call a few times after a warm-up
-and reports the median and its spread (core.compare.warm_timing). Settings too heavy to repeat within the light
+The engine's run (service.compute.run_method) times a single cold call; this repeats the call a few times after a
+warm-up and reports the median and its spread (core.compare.warm_timing). Settings too heavy to repeat within the light
 budget return None, and the page says plainly that its time is one cold measurement.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import streamlit as st
 
 from core import compare
-from ui import compute, views
-from ui.jobs import LIGHT_SECONDS
+from service import compute, views
+from service.scheduler import LIGHT_SECONDS
 
 RUNS = 5
 BUDGET_S = 1.0  # warm calls per method stop after about this much time

@@ -133,7 +133,7 @@ def test_sessions_through_the_proxy_stay_on_one_replica_and_spread_over_both(
 
 
 def _cache_stats(cache_dir: Path) -> tuple[int, int]:
-    import diskcache  # the shared result cache (ui/result_cache.py) is a diskcache.Cache
+    import diskcache  # the shared result cache (service/result_cache.py) is a diskcache.Cache
 
     with diskcache.Cache(str(cache_dir)) as cache:
         hits, misses = cache.stats()

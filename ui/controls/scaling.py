@@ -10,7 +10,7 @@ import torch
 import ui
 from core import device as core_device
 from core import limits, scaling_tables
-from ui.views import ScalingRun
+from service.views import ScalingRun
 
 SIZES = [2**p for p in range(6, 17)]  # 64 .. 65536
 ROW_BUDGETS = [16, 32, 64, 128, 256, 512]

@@ -81,7 +81,7 @@ def vcc_controls(s: ui.Settings, tokens: list[str] | None) -> VccControls:
         "mode",
         list(vcc_tree.MODES),
         "two_level",
-        fmt={"two_level": "two-level", "tree": "tree"}.get,
+        fmt=lambda mode: str({"two_level": "two-level", "tree": "tree"}.get(mode)),
         widget="radio",
         where=cols[0],
         help="Two levels (the paper's experiments): blocks of k tokens, the top h refined to single tokens. "
@@ -92,7 +92,7 @@ def vcc_controls(s: ui.Settings, tokens: list[str] | None) -> VccControls:
         "selector",
         list(figures.SELECTOR_LABELS),
         "score",
-        fmt=figures.SELECTOR_LABELS.get,
+        fmt=lambda selector: str(figures.SELECTOR_LABELS.get(selector)),
         where=cols[0],
         help="mu: the paper's priority µ (eq. 53), the VIP queries' summed exp-score with the block mean. "
         "Mean softmax: the VIP- and head-averaged attention probability (the authors' released code). Random and "

@@ -13,10 +13,10 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from core import compare
+from service.downsampling import block_reduce
 from ui.figures import GridCell, heatmap_grid, line_figure, method_colour
 from ui.figures.axes import use_decades
 from ui.figures.contrast import parse_colour
-from ui.figures.downsampling import block_reduce
 
 # ------------------------------------------------------------------ Compare
 
@@ -254,7 +254,7 @@ def crossover_text(
     if not (sparse and low_rank):
         return "Pick a sparse and a low-rank method to see their crossover."
     diff = np.asarray(errors[sparse]) - np.asarray(errors[low_rank])
-    cross = compare.first_crossing(entropy, diff)
+    cross = compare.first_crossing(np.asarray(entropy).tolist(), diff.tolist())
     if cross is None:
         winner = sparse if float(np.mean(diff)) < 0 else low_rank
         return f"No crossover in this τ range: {labels[winner]} wins everywhere. Widen the temperature range."

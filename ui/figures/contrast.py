@@ -33,7 +33,7 @@ def parse_colour(colour: str) -> tuple[float, float, float]:
     """'#rrggbb', 'rgb(r, g, b)' or 'rgba(...)' as 0-255 channels."""
     colour = colour.strip()
     if colour.startswith("#"):
-        return pcolors.hex_to_rgb(colour)  # type: ignore[return-value]
+        return pcolors.hex_to_rgb(colour)
     inside = colour[colour.index("(") + 1 : colour.rindex(")")]
     r, g, b = (float(v) for v in inside.split(",")[:3])
     return r, g, b

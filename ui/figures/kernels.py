@@ -52,24 +52,24 @@ def kernel_mse(d: int, theory: Sequence[TheoryCurve], measured: Sequence[K.Kerne
             },
         )
         values += _positive(curve.measured)
-    for curve in theory:
-        if "iid" in curve.label:
+    for line in theory:
+        if "iid" in line.label:
             fig.add_scatter(
-                x=curve.features,
-                y=curve.lemma2,
+                x=line.features,
+                y=line.lemma2,
                 mode="lines",
-                name=f"{curve.label.split()[0]}: Lemma 2",
-                line={"color": VARIANT_COLOURS[curve.label], "dash": "dash"},
+                name=f"{line.label.split()[0]}: Lemma 2",
+                line={"color": VARIANT_COLOURS[line.label], "dash": "dash"},
             )
-            values += _positive(curve.lemma2)
-        bounds = [(m, b) for m, b in zip(curve.features, curve.bound, strict=True) if b is not None and b > 0]
+            values += _positive(line.lemma2)
+        bounds = [(m, b) for m, b in zip(line.features, line.bound, strict=True) if b is not None and b > 0]
         if bounds:
             fig.add_scatter(
                 x=[m for m, _ in bounds],
                 y=[b for _, b in bounds],
                 mode="lines",
                 name="positive orthogonal: ORF bound",
-                line={"color": VARIANT_COLOURS[curve.label], "dash": "dot"},
+                line={"color": VARIANT_COLOURS[line.label], "dash": "dot"},
             )
             values += _positive([b for _, b in bounds])
     log_axis(fig, "x", theory[0].features if theory else None)

@@ -45,7 +45,7 @@ class MapView:
     star: tuple[float, float] | None = None  # the sidebar's (beta, sigma)
 
 
-def beta_ticks(betas: Sequence[float]) -> tuple[list[float], list[str]]:
+def beta_ticks(betas: Sequence[float] | np.ndarray) -> tuple[list[float], list[str]]:
     """Tick positions (log10 beta) and labels: 1, 2, 5 per decade, or decades only over more than 2 decades."""
     lo, hi = float(min(betas)), float(max(betas))
     steps = (1, 2, 5) if math.log10(hi / lo) <= 2 else (1,)

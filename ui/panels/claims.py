@@ -10,7 +10,8 @@ import pandas as pd
 import streamlit as st
 
 from core import claims
-from ui import claims_table, views
+from service import views
+from ui import claims_table
 
 AUTO_SECONDS = 3.0  # claims estimated above this wait for the button: the table never waits long on a fresh server
 MEASURE_LABEL = "Measure the claims"
@@ -58,7 +59,7 @@ def _measure_paper(paper: str, due: list[tuple[str, str]], seed: int, text: str 
     """One paper's claims as one scheduled job (queued, with progress and Cancel), each claim cached on its own."""
     estimate = sum(claims.estimate_seconds(claims.get(c), (w,)) for c, w in due)
     view = views.PaperClaims(paper, tuple(due), seed, text)
-    return views.run(view, estimate, title=f"Measuring {paper}")  # type: ignore[no-any-return]
+    return views.run(view, estimate, title=f"Measuring {paper}")
 
 
 def draw_table(table: pd.DataFrame, failing_real: list[str]) -> None:

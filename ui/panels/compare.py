@@ -8,9 +8,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+import service.views
 import ui
 from core import token_rows
-from ui import compute, downloads, timing
+from service import compute
+from ui import downloads, timing
 from ui.figures import compare as figs
 
 
@@ -259,8 +261,8 @@ def token_rows_section(s: ui.Settings, runs: dict[str, Any], results: dict[str, 
         for method, run in runs.items():
             if results[method].error_message:
                 continue
-            view = ui.views.TokenRowErrors(run, int(s.head))
-            errors = ui.views.run(view, ui.estimate_seconds(2 * s.heads * s.n**2))
+            view = service.views.TokenRowErrors(run, int(s.head))
+            errors = service.views.run(view, ui.estimate_seconds(2 * s.heads * s.n**2))
             summary = token_rows.summarise_rows(errors, rows)
             table.append({"method": labels[method], **{k: round(v, 4) for k, v in summary.items()}})
         frame = pd.DataFrame(table)

@@ -11,7 +11,7 @@ import ui
 from core import kernel_study as study
 from core import kernels as K
 from core import limits
-from ui import views
+from service import views
 from ui.controls.kernels import DRAWS, LK_STEPS, FitControls
 from ui.figures import kernels as figs
 

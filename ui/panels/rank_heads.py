@@ -12,7 +12,7 @@ import ui
 from core import limits
 from core import rank_heads as rh
 from core import rank_heads_study as study
-from ui import views
+from service import views
 from ui.controls.rank_heads import AUTO_SECONDS, STEPS, RankHeadsControls
 
 INTRO = (
@@ -70,7 +70,7 @@ def train_panel(
     """The items already in the shared cache; the rest trained at once when cheap (and ``auto``), else on the button,
     in an open status box (an overall bar, then each job's own bar and Cancel button from the scheduler)."""
     todo = [item for item in items if not views.is_cached(view_of(item))]
-    seconds = c.settings.seconds([item[:2] for item in todo])
+    seconds = c.settings.seconds([(item[0], item[1]) for item in todo])
     allowed = ok(todo)
     gpu_note = " (a GPU runs these much faster)." if c.device.type == "cpu" else "."
     st.caption(
@@ -83,7 +83,7 @@ def train_panel(
             overall = st.progress(0.0, text="starting")
             for index, item in enumerate(todo):
                 overall.progress(index / len(todo), text=f"{index} of {len(todo)} trained")
-                estimate = c.settings.seconds([item[:2]])
+                estimate = c.settings.seconds([(item[0], item[1])])
                 views.run(view_of(item), estimate, title=f"Training {describe(item)}")
             box.update(label=f"Trained {len(todo)} setting(s)", state="complete", expanded=False)
     elif allowed and todo:

@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+import service.views
 import ui
 from core import real_heads, regime
 from ui import sweep_runs as runs
@@ -138,10 +139,10 @@ def real_heads_regime(
         lambda layer: progress.progress(min(1.0, (layer + 1) / layers), text=f"layer {layer + 1} of {layers} done"),
     )
     progress.empty()
-    curve_view = ui.views.ClusteredEntropyCurve(
+    curve_view = service.views.ClusteredEntropyCurve(
         n=s.n, d=s.d, clusters=min(s.spec.clusters, s.n), spread=s.spec.spread, seed=s.seed
     )
-    betas, curve = ui.views.run(curve_view, ui.estimate_seconds(real_heads.GRID_POINTS * s.n**2))
+    betas, curve = service.views.run(curve_view, ui.estimate_seconds(real_heads.GRID_POINTS * s.n**2))
     if refused or table.empty:
         return RealHeadsRegime(table, pd.DataFrame(), refused)
     return RealHeadsRegime(table, real_heads.place_heads(table, roles, betas, curve, metric), refused)

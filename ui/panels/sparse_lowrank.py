@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 import core
+import service.views
 import ui
 from core import limits, sparse_lowrank
 from ui.controls import sparse_lowrank as controls
@@ -352,9 +353,9 @@ def hashing_section(s: ui.Settings) -> None:
     with ui.on_demand("Compare the two hashings on this input (3 hash seeds)", "hashing") as open_:
         if not open_:
             return
-        view = ui.views.HashingComparison(s.spec, s.beta, s.fraction, s.device_name, HASHING_SEEDS)
+        view = service.views.HashingComparison(s.spec, s.beta, s.fraction, s.device_name, HASHING_SEEDS)
         work = 2 * 2 * HASHING_SEEDS * s.heads * s.n**2 * 4  # methods x hashings x seeds, a few passes each
-        rows = ui.views.run(view, ui.estimate_seconds(work), title="The hashing comparison")
+        rows = service.views.run(view, ui.estimate_seconds(work), title="The hashing comparison")
         labels = {m: ui.method_label(m) for m in ("lsh", "scatterbrain")}
         fig = figs.hashing_figure(rows, labels, [other_colour(0), other_colour(3)])  # hashings: not methods
         table = pd.DataFrame(

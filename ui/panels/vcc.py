@@ -9,10 +9,11 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+import service.views
 import ui
 from core import limits as server_limits
 from core import vcc_study
-from ui.compute import reorder
+from service.compute import reorder
 from ui.controls.vcc import VccControls
 from ui.figures import vcc as figures
 
@@ -100,12 +101,12 @@ def heatmaps(view: vcc_study.VccView, head: int, n: int, tokens: list[str] | Non
     )
     cells: list[ui.GridCell | None] = []
     exports: dict[str, dict[str, Any]] = {}
-    for title, matrix, drawn, kind in maps:
+    for title, matrix, shown, kind in maps:
         log = log_colour and kind == "attention"
         hover = "error" if kind == "error" else "value"
         cells.append(
             ui.GridCell(
-                title, drawn, kind=kind, log=log, factor=factor, hover_label=hover, x_title=True, labels=tick_labels
+                title, shown, kind=kind, log=log, factor=factor, hover_label=hover, x_title=True, labels=tick_labels
             )
         )
         exports[title] = {
@@ -140,9 +141,9 @@ def _budget_sweep(s: ui.Settings, controls: VccControls) -> list[vcc_study.Sweep
     """The sweep from the shared cache, or run as a job (a long one waits for its button); None if not run."""
     sweep_key = controls.sweep_params()
     runs = vcc_study.sweep_runs(controls.budget_max)
-    view = ui.views.VccSweep(s.spec, s.beta, ui.params_key(sweep_key), s.seed, controls.budget_max)
+    view = service.views.VccSweep(s.spec, s.beta, ui.params_key(sweep_key), s.seed, controls.budget_max)
     sweep_seconds = vcc_study.sweep_seconds(runs, s.spec.heads, s.n)
-    sweep = ui.views.lookup(view)
+    sweep = service.views.lookup(view)
     if sweep is None and ui.within_limits(
         lambda: server_limits.check(
             "n",
@@ -153,12 +154,12 @@ def _budget_sweep(s: ui.Settings, controls: VccControls) -> list[vcc_study.Sweep
             ),
         )
     ):
-        requested: set[tuple] = st.session_state.setdefault("vcc_sweeps_requested", set())  # survives other reruns
+        requested: set[str] = st.session_state.setdefault("vcc_sweeps_requested", set())  # survives other reruns
         label = f"Sweep the budget ({runs} VCC runs, about {sweep_seconds:.0f} s)"
         if sweep_seconds > SWEEP_AUTO_SECONDS and st.button(label, key="vcc_sweep", type="primary"):
             requested.add(view.cache_key())
         if sweep_seconds <= SWEEP_AUTO_SECONDS or view.cache_key() in requested:
-            sweep = ui.views.run(view, sweep_seconds, title="Sweeping the budget for every selector")
+            sweep = service.views.run(view, sweep_seconds, title="Sweeping the budget for every selector")
     return sweep
 
 

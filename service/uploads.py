@@ -13,7 +13,7 @@ from typing import Any
 
 from core import uploads
 from core.errors import ParameterError
-from ui import result_cache
+from service import compute, result_cache
 
 KEY_PREFIX = "upload-v1:"  # + sha256; v1: the stored layout of core.uploads.Upload.to_value
 SUMMARY_PREFIX = "upload-v1-summary:"  # + sha256: kind, heads, n, d (the sidebar reads it on every run)
@@ -77,9 +77,7 @@ def describe(sha256: str) -> dict[str, Any]:
 
 def input_arrays(sha256: str, heads: int) -> Any:
     """The first ``heads`` heads as the pages' ``InputArrays`` (float32; no labels, tokens or model attention)."""
-    from ui.compute import InputArrays
-
     q, k, v = uploads.load(fetch(sha256))
     if not 1 <= heads <= q.shape[0]:
         raise ParameterError("heads", f"must be from 1 to {q.shape[0]} for this upload, got {heads}")
-    return InputArrays(q[:heads].copy(), k[:heads].copy(), v[:heads].copy(), None, None, None)
+    return compute.InputArrays(q[:heads].copy(), k[:heads].copy(), v[:heads].copy(), None, None, None)

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from core import config
+from service import compute, views
+from service.scheduler import LIGHT_SECONDS
 
 QUEUE_SIZE = 4
 IDLE_WAIT_S = 5.0  # a task still waiting for an idle server after this long is dropped
@@ -54,13 +56,10 @@ def runs_in_progress() -> int:
 
 
 def compare_neighbours(runs: Sequence[Any], tau: float, options: Sequence[float]) -> int:
-    """Queue Compare's method runs (``ui.views.MethodRun``, at temperature ``tau``) at the temperatures next to it;
+    """Queue Compare's method runs (``service.views.MethodRun``, at temperature ``tau``) at the temperatures next to it;
     only light methods that are not cached yet. Returns how many temperatures were queued."""
     if not enabled():
         return 0
-    from ui import compute, views
-    from ui.jobs import LIGHT_SECONDS
-
     queued = 0
     for neighbour in neighbours(tau, options):
         beta = 1.0 / neighbour  # as Settings.beta computes it: the same cache key
@@ -109,8 +108,6 @@ def _wait_for_idle() -> bool:
 
 
 def _run(todo: tuple[Any, ...]) -> None:
-    from ui import compute, views
-
     for run in todo:  # the server's own thread count: the time column stays comparable
         if not _wait_for_idle():
             return

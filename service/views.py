@@ -6,7 +6,8 @@ never written by hand. A field that only changes how a result is drawn is declar
 left out of the key (none of today's views needs one: cluster order of reduced maps is computed, so it is keyed).
 
 Pages build a view from their settings and hand it to ``run`` (the scheduler, for heavy work), ``cached`` (light
-work, computed at once) or ``lookup`` / ``is_cached``. This module imports no Streamlit.
+work, computed at once) or ``lookup`` / ``is_cached``. This module imports no Streamlit: ``run`` waits through the
+front end's hook (``service.scheduler.run_heavy``; ``ui.jobs`` installs the page's progress bar and Cancel).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from ui import result_cache
+from core import uploads as core_uploads
+from service import compute, result_cache, scheduler, uploads
 
 Params = tuple[tuple[str, Any], ...]  # a method's knobs, sorted by name; lists become tuples
 MethodParams = tuple[tuple[str, Params], ...]  # (method, its knobs) in the page's order
@@ -108,9 +110,7 @@ def _upload_expiry(value: Any) -> float | None:
     if isinstance(value, InputSpec):
         if value.source != "upload":
             return None
-        from core import uploads
-
-        return uploads.upload_hours() * 3600.0
+        return core_uploads.upload_hours() * 3600.0
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         for item in dataclasses.fields(value):
             found = _upload_expiry(getattr(value, item.name))
@@ -126,9 +126,7 @@ def key_fields(view_type: type[View]) -> list[str]:
 
 def run(view: View, estimate_seconds: float | None, *, title: str | None = None) -> Any:
     """The view's result: the shared cache, else at once (light) or through the scheduler's queue (heavy)."""
-    from ui.jobs import run_heavy
-
-    return run_heavy(
+    return scheduler.run_heavy(
         view.cache_name,
         view.key(),
         view.compute,
@@ -181,7 +179,7 @@ class InputSpec(View):
     seed: int
     text: str = ""
     layer: int = 0
-    upload: str = ""  # the uploaded file's sha256 (ui/uploads.py), source "upload" only
+    upload: str = ""  # the uploaded file's sha256 (service/uploads.py), source "upload" only
 
     @property
     def drawn(self) -> bool:
@@ -200,8 +198,6 @@ class InputSpec(View):
         return f"{self.source}: n = {self.n}, d = {self.d}, {self.heads} head(s){extra}, seed {self.seed}"
 
     def compute(self, report: Callable[..., None] | None = None) -> Any:
-        from ui import compute, uploads
-
         if self.source == "upload":
             return uploads.input_arrays(self.upload, self.heads)
         return compute.load_inputs_now(self)
@@ -219,8 +215,6 @@ class ExactAttention(View):
     causal: bool = False  # causally masked: query i attends to keys j <= i
 
     def compute(self, report: Callable[..., None] | None = None) -> Any:
-        from ui import compute
-
         return compute.exact_now(self)
 
 
@@ -252,8 +246,6 @@ class MethodRun(View):
         return ExactAttention(self.inputs, self.beta, self.device, bool(self.kwargs.get("causal", False)))
 
     def compute(self, report: Callable[..., None] | None = None) -> Any:
-        from ui import compute
-
         return compute.run_method_now(self)
 
 
@@ -269,17 +261,19 @@ class MethodParts(View):
     reduce: bool = True  # block-reduce maps to the display size
 
     def compute(self, report: Callable[..., None] | None = None) -> Any:
-        from ui import compute
-
         return compute.method_parts_now(self)
 
 
 # ------------------------------------------------------------------ the pages' studies
 
 
-def _tensors(inputs: InputSpec, device: str) -> Any:
-    from ui import compute
+def _display_order(inputs: InputSpec, by_cluster: bool) -> list[int] | None:
+    """The positions in cluster order (display only) when asked for and the input has clusters, else None."""
+    order = compute.cluster_order(inputs) if by_cluster else None
+    return None if order is None else order.tolist()
 
+
+def _tensors(inputs: InputSpec, device: str) -> Any:
     return compute.tensors(inputs, compute.resolve(device))
 
 
@@ -370,7 +364,6 @@ class RegimeMap(View):
 
     def compute(self, report: Callable[..., None] | None = None) -> Any:
         from core import regime
-        from ui import compute
 
         return regime.averaged_regime_map(
             n=self.n,
@@ -419,7 +412,6 @@ class TokenRowErrors(View):
     def compute(self, report: Callable[..., None] | None = None) -> Any:
         import core
         from core import token_rows
-        from ui import compute
 
         dev = compute.resolve(self.run.device)
         q, k, v = compute.tensors(self.run.inputs, dev)
@@ -494,7 +486,6 @@ class TemperatureScrub(View):
 
     def compute(self, report: Callable[..., None] | None = None) -> Any:
         import core.scrub
-        from ui import compute
 
         q, k, v = _tensors(self.inputs, self.device)
         head = min(max(self.head, 0), q.shape[0] - 1)
@@ -507,7 +498,7 @@ class TemperatureScrub(View):
             params=method_params_dict(self.params),
             seed=self.seed,
             side=self.side,
-            order=compute.cluster_order(self.inputs) if self.by_cluster else None,
+            order=_display_order(self.inputs, self.by_cluster),
         )
 
 
@@ -528,11 +519,10 @@ class SplitScrub(View):
 
     def compute(self, report: Callable[..., None] | None = None) -> Any:
         import core.scrub
-        from ui import compute
 
         q, k, v = _tensors(self.inputs, self.device)
         h = min(max(self.head, 0), q.shape[0] - 1)
-        order = compute.cluster_order(self.inputs) if self.by_cluster else None
+        order = _display_order(self.inputs, self.by_cluster)
         return core.scrub.split_views(
             q[h], k[h], v[h], list(self.taus), params=params_dict(self.params), seed=self.seed, side=self.side,
             order=order,
@@ -752,7 +742,6 @@ class ScalingRun(View):
 
     def compute(self, report: Callable[..., None] | None = None) -> Any:
         from core import profiling
-        from ui import compute
 
         return profiling.scaling_run(
             list(self.methods),

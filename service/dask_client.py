@@ -6,12 +6,12 @@ Why Dask (not Ray): its wheels are pure Python and install wherever the app does
 the rescheduling of a dead worker's tasks, bounded by ``distributed.scheduler.allowed-failures`` (set it to 1: one
 retry). Ray would add its own object store, a control service and several hundred MB of wheels per host.
 
-The app's scheduler (``ui.jobs``) stays the admission layer: estimates, limits, the fair per-session queue, queue
-places and progress bars. Only where a started job computes changes. What travels:
-- to the worker: the job's ``View`` (a frozen dataclass of plain settings, ``ui.views``), the app's engine version,
+The app's scheduler (``service.scheduler``) stays the admission layer: estimates, limits, the fair per-session queue,
+queue places and progress bars. Only where a started job computes changes. What travels:
+- to the worker: the job's ``View`` (a frozen dataclass of plain settings, ``service.views``), the app's engine version,
   the time limit and a job id. The worker refuses a job from another engine version (its numbers would be cached
   under the wrong key).
-- back: the result in the result cache's own format (``ui.result_cache.encode``: arrays plus JSON, never a pickle
+- back: the result in the result cache's own format (``service.result_cache.encode``: arrays plus JSON, never a pickle
   of the result); the app stores it in the shared cache, so a job that fails or is cancelled leaves nothing there.
 - progress: ``report(fraction, label)`` on the worker logs an event on one topic; the app's client is subscribed to
   it and updates the waiting job (at most ``PROGRESS_PER_SECOND`` events per job).
@@ -36,9 +36,10 @@ from core import cancel as core_cancel
 from core import config
 from core.cancel import Cancelled, CancelToken
 from core.device import cpu_threads
+from service import result_cache
 
 if TYPE_CHECKING:
-    from ui.jobs import Job
+    from service.scheduler import Job
 
 log = logging.getLogger(__name__)
 
@@ -118,8 +119,6 @@ def _watch_cancel(event: Any, token: CancelToken, finished: threading.Event) -> 
 def compute_on_worker(task: Any, engine_version: str, limit: float, job_id: str) -> bytes:
     """Run on a Dask worker: compute ``task`` (a View) under a token the app can cancel; the result's cache bytes."""
     from distributed import Event, get_client, get_worker
-
-    from ui import result_cache
 
     worker = get_worker()
     if engine_version != result_cache.ENGINE_VERSION:
@@ -202,7 +201,7 @@ class ClusterRunner:
 
     def _on_progress(self, event: Any) -> None:
         _, message = event
-        job = self._waiting.get(message.get("job")) if isinstance(message, dict) else None
+        job = self._waiting.get(str(message.get("job"))) if isinstance(message, dict) else None
         if job is not None:
             job.progress = min(1.0, max(0.0, float(message.get("fraction", 0.0))))
             job.label = str(message.get("label", ""))
@@ -210,8 +209,6 @@ class ClusterRunner:
     def run(self, job: Job, client: Any) -> Any:
         """Compute ``job`` on a worker and return its result; raises what the computation raised there."""
         from distributed import Event, KilledWorker
-
-        from ui import result_cache
 
         job_id = uuid.uuid4().hex
         cancel_event = Event(f"attn-cancel-{job_id}", client=client)

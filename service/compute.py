@@ -2,29 +2,29 @@
 
 Inputs, exact attention and each method's result are cached separately, so moving one method's knob
 recomputes only that method. Dense matrices above ``DISPLAY_MAX`` are block-reduced before caching.
+
+Results are cached in the result cache only (``service.result_cache``: this process's memory layer, then the shared
+disk or Redis store), never in Streamlit's caches: this module imports no Streamlit. A value served from the memory
+layer is shared and read-only (copy an array before changing it).
 """
 
 from __future__ import annotations
 
-import threading
+import functools
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Hashable
-from dataclasses import asdict, dataclass
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
-import streamlit as st
 import torch
 
 import core
 from core import cancel as core_cancel
 from core import device as core_device
 from core import metrics
-from ui import result_cache, views
-from ui.figures.downsampling import Matrix, block_factor, block_reduce
-from ui.jobs import light_work
-from ui.views import ExactAttention, InputSpec, MethodParts, MethodRun
+from service import result_cache, views
+from service.downsampling import Matrix, block_factor, block_reduce
+from service.scheduler import LIGHT_SECONDS, estimate_seconds, light_work
 
 CACHE_FULL_MAX_N = 1024  # above this n, cached results keep only block-reduced matrices
 
@@ -39,24 +39,29 @@ class InputArrays:
     model_attention: np.ndarray | None  # the real model's own attention (H, n, n)
 
 
-@st.cache_resource(show_spinner="Running the MiniLM model on the text…", max_entries=4)
+def remembered(view: views.View) -> Any:
+    """The view's result from this process's memory layer, else the shared cache, else computed at once (light
+    work), and kept in the memory layer (frozen: read-only) for every session of the process."""
+    return result_cache.memory().remember(view.cache_key(), lambda: views.cached(view))[0]
+
+
+@functools.lru_cache(maxsize=4)
 def real_model(text: str) -> core.data.RealInputs:
-    """The real model's q, k, v for every layer and head (shared, read-only)."""
+    """The real model's q, k, v for every layer and head (shared, read-only). A process resource (the model's run
+    on one text, tensors): kept for the last 4 texts, like a loaded model, not as a result."""
     return core.data.real(text)
 
 
-@st.cache_data(show_spinner=False, max_entries=4)
 def real_token_count(text: str) -> int:
     return len(real_model(text).tokens)
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def load_inputs(spec: InputSpec) -> InputArrays:
-    """q, k, v as float32 numpy arrays (H, n, d)."""
-    return views.cached(spec)  # type: ignore[no-any-return]
+def load_inputs(spec: views.InputSpec) -> InputArrays:
+    """q, k, v as float32 numpy arrays (H, n, d); read-only (shared by every session of the process)."""
+    return cast(InputArrays, remembered(spec))
 
 
-def load_inputs_now(spec: InputSpec) -> InputArrays:
+def load_inputs_now(spec: views.InputSpec) -> InputArrays:
     if spec.source == "real":
         run = real_model(spec.text)
         return InputArrays(
@@ -75,9 +80,11 @@ def load_inputs_now(spec: InputSpec) -> InputArrays:
     return InputArrays(x.q.numpy(), x.k.numpy(), x.v.numpy(), labels, None, None)
 
 
-def tensors(spec: InputSpec, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def tensors(spec: views.InputSpec, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """q, k, v on ``device``: copies, so the engine may change them without touching the shared arrays."""
     arrays = load_inputs(spec)
-    return tuple(torch.from_numpy(a).to(device) for a in (arrays.q, arrays.k, arrays.v))  # type: ignore[return-value]
+    q, k, v = (torch.tensor(a, device=device) for a in (arrays.q, arrays.k, arrays.v))
+    return q, k, v
 
 
 # ------------------------------------------------------------------ downsampling
@@ -88,11 +95,17 @@ def display(a: Matrix, mode: str = "max") -> Matrix:
     return block_reduce(a, block_factor(a.shape[-1]), mode)
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def cluster_order(spec: InputSpec) -> np.ndarray | None:
-    """The positions sorted by cluster (display only) for clustered input; None for other inputs."""
-    labels = load_inputs(spec).labels if spec.source == "clustered" else None
-    return None if labels is None else core.data.cluster_order(torch.from_numpy(labels)).numpy()
+def cluster_order(spec: views.InputSpec) -> np.ndarray | None:
+    """The positions sorted by cluster (display only) for clustered input; None for other inputs. Read-only."""
+    if spec.source != "clustered":
+        return None
+    full = result_cache.make_key("cluster_order", spec.key())  # memory layer only: cheap to redo from the inputs
+
+    def order() -> np.ndarray | None:
+        labels = load_inputs(spec).labels
+        return None if labels is None else core.data.cluster_order(torch.tensor(labels)).numpy()
+
+    return result_cache.memory().remember(full, order)[0]
 
 
 def reorder(a: np.ndarray, order: np.ndarray) -> np.ndarray:
@@ -109,7 +122,7 @@ def reduce_in_cluster_order(
     if factor <= 1 or order is None:
         return None
     if isinstance(a, torch.Tensor):
-        index = torch.from_numpy(order).to(a.device)
+        index = torch.tensor(order, device=a.device)
         # one head at a time: a reordered copy of every head at n = 4096 would cost hundreds of MB
         heads = a.reshape(-1, *a.shape[-2:])
         reduced = [block_reduce(h.index_select(0, index).index_select(1, index), factor, mode) for h in heads]
@@ -141,13 +154,13 @@ def resolve(device_name: str) -> torch.device:
         return torch.device("cpu")
 
 
-@st.cache_data(show_spinner=False, max_entries=12)
-def exact(view: ExactAttention) -> ExactResult:
-    return views.cached(view)  # type: ignore[no-any-return]
+def exact(view: views.ExactAttention) -> ExactResult:
+    """Exact attention through the result cache (memory layer, then the shared cache); read-only."""
+    return cast(ExactResult, remembered(view))
 
 
 @light_work()
-def exact_now(view: ExactAttention) -> ExactResult:
+def exact_now(view: views.ExactAttention) -> ExactResult:
     spec, beta = view.inputs, view.beta
     dev = resolve(view.device)
     q, k, v = tensors(spec, dev)
@@ -169,12 +182,6 @@ def exact_now(view: ExactAttention) -> ExactResult:
         dense = attention.float().cpu().numpy()
     output = result.output.float().cpu().numpy()
     return ExactResult(dense, reduced, output, entropy, seconds, dev.type, in_order)
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def entropy_at(spec: InputSpec, beta: float) -> float:
-    """Mean row entropy (nats) of the exact attention at this beta, averaged over heads."""
-    return float(exact(ExactAttention(spec, beta, "cpu")).entropy.mean()) if spec.n <= 2048 else float("nan")
 
 
 # ------------------------------------------------------------------ one method
@@ -202,7 +209,7 @@ def _small_info(info: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in info.items() if isinstance(v, (int, float, str, bool))}
 
 
-def run_method(run: MethodRun) -> MethodResult:
+def run_method(run: views.MethodRun) -> MethodResult:
     """One method on all heads; errors are measured against exact attention at the same beta.
 
     Served from this process's memory layer (one frozen copy shared by every session), else from the shared disk
@@ -210,14 +217,14 @@ def run_method(run: MethodRun) -> MethodResult:
     return _remembered_run(run)[0]
 
 
-def _remembered_run(run: MethodRun) -> tuple[MethodResult, bool]:
+def _remembered_run(run: views.MethodRun) -> tuple[MethodResult, bool]:
     """(result, True when this process's memory layer had it)."""
     full = run.cache_key()
 
     def load_or_run() -> MethodResult:
         hit = result_cache.get_key(full)
         if hit is not None:
-            return hit
+            return cast(MethodResult, hit)
         with light_work():
             result = run_method_now(run)
         if result.error_message is None:  # refusals are cheap to redo and may depend on the host's limits
@@ -227,7 +234,7 @@ def _remembered_run(run: MethodRun) -> tuple[MethodResult, bool]:
     return result_cache.memory().remember(full, load_or_run)
 
 
-def run_method_now(run: MethodRun) -> MethodResult:
+def run_method_now(run: views.MethodRun) -> MethodResult:
     """``run`` computed here and now (no cache)."""
     spec, beta = run.inputs, run.beta
     dev = resolve(run.device)
@@ -259,11 +266,11 @@ def run_method_now(run: MethodRun) -> MethodResult:
             {},
             error_message=str(exc),
         )
-    exact_dense = torch.from_numpy(reference.attention).to(dev) if not reference.reduced else None
+    exact_dense = torch.tensor(reference.attention, device=dev) if not reference.reduced else None
     if exact_dense is None:  # large n: recompute exact on the fly rather than caching n x n
         exact_dense = core.approximate("exact", q, k, v, scale=beta, causal=run.exact().causal).attention().float()
         core_cancel.check()
-    out_exact = torch.from_numpy(reference.output).to(dev)
+    out_exact = torch.tensor(reference.output, device=dev)
     per_head = {
         "attention_error": metrics.relative_frobenius_error(approx, exact_dense).cpu().numpy(),
         "output_error": metrics.relative_output_error(result.output.float(), out_exact).cpu().numpy(),
@@ -274,13 +281,15 @@ def run_method_now(run: MethodRun) -> MethodResult:
     factor = block_factor(spec.n)
     error = approx - exact_dense
     order = cluster_order(spec) if factor > 1 else None
-    in_order = None
+    in_order: dict[str, np.ndarray] | None = None
     # Reduced on the device, then copied: the host gets display-sized maps, not n x n ones.
     if order is not None:
-        in_order = {"attention": reduce_in_cluster_order(approx, factor, "max", order)}
+        attention_in_order = reduce_in_cluster_order(approx, factor, "max", order)
         core_cancel.check()  # each reduction of a large n takes a second or more
-        in_order["error"] = reduce_in_cluster_order(error, factor, "absmax", order)
+        error_in_order = reduce_in_cluster_order(error, factor, "absmax", order)
         core_cancel.check()
+        if attention_in_order is not None and error_in_order is not None:  # always, with factor > 1 and an order
+            in_order = {"attention": attention_in_order, "error": error_in_order}
     attention_shown = block_reduce(approx, factor, "max").cpu().numpy()
     error_shown = block_reduce(error, factor, "absmax").cpu().numpy()
     del error
@@ -301,10 +310,8 @@ def run_method_now(run: MethodRun) -> MethodResult:
     )
 
 
-def method_seconds(spec: InputSpec, method: str, params: dict[str, Any]) -> float:
+def method_seconds(spec: views.InputSpec, method: str, params: dict[str, Any]) -> float:
     """A rough run time of ``run_method`` (to tell light from heavy work; not a promise)."""
-    from ui.jobs import estimate_seconds
-
     dense = estimate_seconds(8 * spec.heads * spec.n**2)  # the method, its dense matrix, exact, error maps
     if method == "rpca":  # one n x n SVD per iteration and head
         return dense + spec.heads * int(params.get("iterations", 60)) * (spec.n / 512) ** 3 * 0.5
@@ -313,10 +320,8 @@ def method_seconds(spec: InputSpec, method: str, params: dict[str, Any]) -> floa
     return dense
 
 
-def run_method_scheduled(run: MethodRun) -> MethodResult:
+def run_method_scheduled(run: views.MethodRun) -> MethodResult:
     """``run_method``; heavy settings (large n, robust PCA, training) go through the scheduler's queue."""
-    from ui.jobs import LIGHT_SECONDS
-
     estimate = method_seconds(run.inputs, run.method, run.kwargs)
     if estimate <= LIGHT_SECONDS:
         result, from_memory = _remembered_run(run)
@@ -327,7 +332,7 @@ def run_method_scheduled(run: MethodRun) -> MethodResult:
     kept = result_cache.memory().get(full)
     if kept is not None:
         result_cache.count_memory_hit()
-        return kept
+        return cast(MethodResult, kept)
     value = views.run(run, estimate, title=f"Running {run.method} at n = {run.inputs.n}")
     return result_cache.memory().put(full, value)
 
@@ -335,17 +340,16 @@ def run_method_scheduled(run: MethodRun) -> MethodResult:
 SIGNED_PARTS = ("sparse", "unnormalized_sparse")
 
 
-@st.cache_data(show_spinner=False, max_entries=24)
-def method_parts(parts: MethodParts) -> dict[str, np.ndarray]:
+def method_parts(parts: views.MethodParts) -> dict[str, np.ndarray]:
     """Named dense parts of one head (e.g. Scatterbrain's sparse and low-rank pieces) as numpy arrays.
 
     With ``parts.reduce``, matrices are block-reduced to at most DISPLAY_MAX per side (masks: any; signed parts:
     the entry of largest magnitude; others: max); the block size is returned under "factor".
     """
-    return views.cached(parts)  # type: ignore[no-any-return]
+    return cast(dict[str, np.ndarray], remembered(parts))
 
 
-def method_parts_now(parts: MethodParts) -> dict[str, np.ndarray]:
+def method_parts_now(parts: views.MethodParts) -> dict[str, np.ndarray]:
     run = parts.run
     spec = run.inputs
     dev = resolve(run.device)
@@ -369,62 +373,25 @@ def method_parts_now(parts: MethodParts) -> dict[str, np.ndarray]:
     return out
 
 
-def method_parts_scheduled(parts: MethodParts) -> dict[str, np.ndarray]:
+def method_parts_scheduled(parts: views.MethodParts) -> dict[str, np.ndarray]:
     """``method_parts``; heavy settings (robust PCA, large n) go through the scheduler, with a Cancel button.
 
     Same cache entry as ``method_parts`` (the same view), so either path serves the other's result.
     """
-    from ui.jobs import LIGHT_SECONDS
-
     run = parts.run
     one_head = run.inputs.replace(heads=1)  # parts are computed for one head
     estimate = method_seconds(one_head, run.method, run.kwargs)
     if estimate <= LIGHT_SECONDS:
         return method_parts(parts)
-    return views.run(parts, estimate, title=f"Computing {run.method} at n = {run.inputs.n}")  # type: ignore[no-any-return]
+    return cast(
+        dict[str, np.ndarray], views.run(parts, estimate, title=f"Computing {run.method} at n = {run.inputs.n}")
+    )
 
 
-def full_attention(run: MethodRun, head: int) -> np.ndarray:
+def full_attention(run: views.MethodRun, head: int) -> np.ndarray:
     """Full-resolution (n, n) attention of one head (for PNG downloads; not cached: it can be large)."""
     dev = resolve(run.device)
     q, k, v = tensors(run.inputs, dev)
     head = min(max(head, 0), q.shape[0] - 1)
     result = core.approximate(run.method, q[head], k[head], v[head], scale=run.beta, seed=run.seed, **run.kwargs)
     return result.attention().float().cpu().numpy()
-
-
-T = TypeVar("T")
-
-
-@st.cache_resource
-def _progress_store() -> dict[str, Any]:
-    return {"lock": threading.Lock(), "items": OrderedDict()}
-
-
-def cached_with_progress(name: str, key: Hashable, compute: Callable[[], T], max_entries: int = 16) -> T:
-    """A process-wide LRU cache for long computations that report progress to the page.
-
-    ``st.cache_data`` replays the Streamlit calls made inside a cached function, so a progress bar created
-    outside cannot be updated from inside one; here the computation runs outside any Streamlit cache.
-    The key must be hashable scalars (e.g. an InputSpec and tuples); treat the returned value as read-only.
-    """
-    store = _progress_store()
-    full_key = (name, key)
-    with store["lock"]:
-        items: OrderedDict[Any, Any] = store["items"]
-        if full_key in items:
-            items.move_to_end(full_key)
-            return items[full_key]  # type: ignore[no-any-return]
-    value = compute()
-    with store["lock"]:
-        items[full_key] = value
-        while len(items) > max_entries:
-            items.popitem(last=False)
-    return value
-
-
-def result_summary(result: MethodResult) -> dict[str, Any]:
-    data = asdict(result)
-    data.pop("attention")
-    data.pop("error")
-    return data

@@ -15,20 +15,22 @@ In front of it, each process keeps a ``MemoryLayer``: decoded values shared by a
 by ``ATTN_EXPLORER_MEMORY_CACHE_BYTES``. Its values are frozen (read-only arrays), so one copy serves every session.
 
 Values are stored as bytes only: one ``np.savez`` archive whose arrays hold the numbers and whose ``__meta__``
-entry is JSON describing the structure (dicts, lists, tuples, scalars, strings and dataclasses of ``core``/``ui``).
-Nothing is ever pickled or unpickled, so a tampered cache file cannot run code.
+entry is JSON describing the structure (dicts, lists, tuples, scalars, strings and dataclasses of
+``core``/``service``/``ui``). Nothing is ever pickled or unpickled, so a tampered cache file cannot run code.
 
 Keys: sha256 of the JSON of (``ENGINE_VERSION``, name, canonical settings). ``ENGINE_VERSION`` is a hash of the
-source of ``core/``, ``ui/`` and ``pages/`` (page sections in ``ui/panels`` hand work to the cache too), computed
-once at import: any change to the code that produces a result makes the old entries unreachable (they age out by
-LRU).
+source of ``core/``, ``service/``, ``ui/`` and ``pages/`` (page sections in ``ui/panels`` hand work to the cache
+too), computed once at import: any change to the code that produces a result makes the old entries unreachable
+(they age out by LRU).
 """
 
 from __future__ import annotations
 
 import atexit
 import concurrent.futures
+import contextlib
 import dataclasses
+import fcntl
 import hashlib
 import importlib
 import io
@@ -38,7 +40,8 @@ import math
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -50,13 +53,13 @@ import torch
 
 from core import cancel as core_cancel
 from core import config
-from ui import streamlit_compat
+from service import diskcache_compat
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DIR = config.DEFAULT_CACHE_DIR
 DEFAULT_BYTES = config.default("cache_bytes")
 META = "__meta__"
-_ALLOWED_MODULES = ("core", "ui")  # dataclasses are rebuilt only from the project's own modules
+_ALLOWED_MODULES = ("core", "service", "ui")  # dataclasses are rebuilt only from the project's own modules
 
 T = TypeVar("T")
 
@@ -64,7 +67,7 @@ T = TypeVar("T")
 def _engine_version() -> str:
     digest = hashlib.sha256()
     # This file too: a change to the stored format must not serve entries written in the old one.
-    files = sorted((ROOT / "core").rglob("*.py")) + sorted((ROOT / "ui").rglob("*.py"))
+    files = [path for part in ("core", "service", "ui") for path in sorted((ROOT / part).rglob("*.py"))]
     files += sorted((ROOT / "pages").glob("*.py"))
     for path in files:
         if path.is_file():
@@ -423,7 +426,6 @@ def decode(data: bytes) -> Any:
 
 DEFAULT_MEMORY_BYTES = config.default("memory_cache_bytes")
 VALUE_OVERHEAD_BYTES = 4096  # charged per value on top of its arrays (objects, dicts, small fields)
-_LOCK_STRIPES = 64
 
 
 def memory_limit() -> int:
@@ -463,6 +465,12 @@ def value_bytes(value: Any) -> int:
     return VALUE_OVERHEAD_BYTES + sum(sizes)
 
 
+@dataclasses.dataclass
+class _Producing:
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+    waiting: int = 0  # threads producing or waiting for this key
+
+
 class MemoryLayer:
     """Decoded results this process serves to all its sessions without a copy: least recently used out first,
     bounded in bytes (``cachetools.LRUCache`` with ``value_bytes`` as the size). ``st.cache_data`` instead gives
@@ -475,7 +483,7 @@ class MemoryLayer:
             cachetools.LRUCache(maxsize=limit, getsizeof=value_bytes) if limit > 0 else None
         )
         self._lock = threading.Lock()
-        self._stripes = [threading.Lock() for _ in range(_LOCK_STRIPES)]
+        self._producing: dict[str, _Producing] = {}  # key -> its lock, while some thread produces it
 
     def get(self, full: str) -> Any | None:
         if self._lru is None:
@@ -496,15 +504,29 @@ class MemoryLayer:
 
     def remember(self, full: str, produce: Callable[[], T]) -> tuple[T, bool]:
         """(value, True) from memory, or (``produce()``, False) kept for next time. Concurrent callers with the
-        same key wait for one ``produce`` (a class opening one link computes it once), as ``st.cache_data`` did."""
+        same key wait for one ``produce`` (a class opening one link computes it once), as ``st.cache_data`` did.
+
+        One lock per key being produced, not per stripe of keys: a ``produce`` may itself remember other keys (a
+        method's run needs exact attention, which needs the inputs), and two keys sharing a lock would deadlock."""
         hit = self.get(full)
         if hit is not None:
             return hit, True
-        with self._stripes[hash(full) % _LOCK_STRIPES]:
-            hit = self.get(full)
-            if hit is not None:
-                return hit, True
-            return self.put(full, produce()), False
+        with self._lock:
+            producing = self._producing.get(full)
+            if producing is None:
+                producing = self._producing[full] = _Producing()
+            producing.waiting += 1
+        try:
+            with producing.lock:
+                hit = self.get(full)
+                if hit is not None:
+                    return hit, True
+                return self.put(full, produce()), False
+        finally:
+            with self._lock:
+                producing.waiting -= 1
+                if producing.waiting == 0:
+                    del self._producing[full]
 
     def clear(self) -> None:
         if self._lru is not None:
@@ -655,7 +677,7 @@ def flush_writes() -> None:
 def _evict(cache: diskcache.Cache, limit: int) -> None:
     """Drop least-recently-used entries, one at a time, until the cache fits its bound."""
     while cache.volume() > limit:
-        key = streamlit_compat.oldest_entry_key(cache)
+        key = diskcache_compat.oldest_entry_key(cache)
         if key is None or not cache.delete(key, retry=True):
             return
 
@@ -776,3 +798,78 @@ def clear() -> None:
     cache = get_cache()
     cache.clear(retry=True)
     cache.stats(enable=True, reset=True)
+
+
+# ------------------------------------------------------------------ the warm-up's marker and lock
+
+# They live in the cache they describe: on the Redis server when the cache is Redis (a new or flushed server is
+# warmed, whatever a host's folder holds), else in the cache folder. deploy/warmup.py reads and writes them here.
+REDIS_WARMUP_DONE = "attn-explorer:warmup:done:"  # + the engine version: the finished warm-up's summary (JSON)
+REDIS_WARMUP_LOCK = "attn-explorer:warmup:lock"  # one warm-up at a time per server; it expires if its holder dies
+WARMUP_LOCK_SECONDS = 6 * 3600
+_RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
+
+
+def warmup_marker_path(folder: Path, version: str) -> Path:
+    """The marker of a finished warm-up in a cache folder."""
+    return folder / f"warmup-{version}.json"
+
+
+def warmup_place() -> str:
+    """Where the warm-up's marker and lock are, in words (for the log)."""
+    store = redis_store()
+    return f"Redis at {store.where}" if store is not None else str(cache_dir())
+
+
+def warmup_marker(version: str | None = None) -> str | None:
+    """The summary of the finished warm-up of this engine version in this cache, or None when it was not warmed
+    (or the Redis server does not answer)."""
+    version = version or ENGINE_VERSION
+    store = redis_store()
+    if store is not None:
+        data = store.call(lambda client: client.get(REDIS_WARMUP_DONE + version), None)
+        return None if data is None else _text(data)
+    path = warmup_marker_path(cache_dir(), version)
+    return path.read_text() if path.exists() else None
+
+
+def mark_warmed(summary: str, version: str | None = None) -> bool:
+    """Record that this cache is warmed for this engine version (False when the Redis server refused it)."""
+    version = version or ENGINE_VERSION
+    store = redis_store()
+    if store is not None:
+        return bool(store.call(lambda client: client.set(REDIS_WARMUP_DONE + version, summary), False))
+    path = warmup_marker_path(cache_dir(), version)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(summary)
+    return True
+
+
+@contextlib.contextmanager
+def warmup_lock() -> Iterator[bool]:
+    """True while this process holds the cache's warm-up lock; False when another process holds it (or the Redis
+    server does not answer: then there is no cache to warm)."""
+    store = redis_store()
+    if store is not None:
+        token = uuid.uuid4().hex
+        held = bool(
+            store.call(lambda client: client.set(REDIS_WARMUP_LOCK, token, nx=True, ex=WARMUP_LOCK_SECONDS), False)
+        )
+        try:
+            yield held
+        finally:
+            if held:  # only our own lock: one that expired and was taken by another process stays
+                store.call(lambda client: client.eval(_RELEASE, 1, REDIS_WARMUP_LOCK, token), 0)
+        return
+    folder = cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "warmup.lock", "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
