@@ -72,13 +72,30 @@ def _block_absmax(a: torch.Tensor, factor: int) -> torch.Tensor:
     return torch.where(high >= -low, high, low)
 
 
+def temperature_grid(taus: Sequence[float] | None, betas: Sequence[float] | None) -> tuple[list[float], list[float]]:
+    """(temperatures, inverse temperatures) of a grid given as exactly one of ``taus`` or ``betas`` (β = 1/τ)."""
+    if (taus is None) == (betas is None):
+        raise ParameterError("taus", "give exactly one of taus or betas")
+    name, given = ("taus", taus) if taus is not None else ("betas", betas)
+    assert given is not None
+    if not 1 <= len(given) <= MAX_GRID:
+        raise ParameterError(name, f"needs 1 to {MAX_GRID} temperatures; got {len(given)}")
+    values = [float(x) for x in given]
+    if not all(math.isfinite(x) and x > 0 for x in values):
+        what = "temperature" if taus is not None else "inverse temperature"
+        raise ParameterError(name, f"every {what} must be finite and > 0")
+    inverse = [1.0 / x for x in values]
+    return (values, inverse) if taus is not None else (inverse, values)
+
+
 def temperature_views(
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
     methods: Sequence[str],
-    taus: Sequence[float],
+    taus: Sequence[float] | None = None,
     *,
+    betas: Sequence[float] | None = None,
     params: Mapping[str, Mapping[str, Any]] | None = None,
     seed: int = 0,
     side: int = 64,
@@ -96,11 +113,7 @@ def temperature_views(
     n = int(q.shape[0])
     if n > MAX_N:
         raise ParameterError("n", f"the temperature scrubber works up to n = {MAX_N}; got {n}")
-    if not 1 <= len(taus) <= MAX_GRID:
-        raise ParameterError("taus", f"needs 1 to {MAX_GRID} temperatures; got {len(taus)}")
-    tau_values = [float(t) for t in taus]
-    if not all(math.isfinite(t) and t > 0 for t in tau_values):
-        raise ParameterError("taus", "every temperature must be finite and > 0")
+    tau_values, beta_values = temperature_grid(taus, betas)
     if not 8 <= side <= MAX_SIDE:
         raise ParameterError("side", f"must be in [8, {MAX_SIDE}]; got {side}")
     names = list(dict.fromkeys(methods))
@@ -119,7 +132,7 @@ def temperature_views(
     logits = q.to(wide) @ k.to(wide).transpose(-1, -2)
     for start in range(0, len(tau_values), per_chunk):
         chunk = tau_values[start : start + per_chunk]
-        beta = 1.0 / torch.tensor(chunk, dtype=torch.float64)
+        beta = torch.tensor(beta_values[start : start + per_chunk], dtype=torch.float64)
         exact = torch.softmax(beta.to(logits.dtype)[:, None, None] * logits, dim=-1)
         exact_maps.append(_block_max(_ordered(exact, shown), factor))
         entropies.append(metrics.mean_row_entropy(exact))
@@ -172,8 +185,9 @@ def split_views(
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
-    taus: Sequence[float],
+    taus: Sequence[float] | None = None,
     *,
+    betas: Sequence[float] | None = None,
     params: Mapping[str, Any] | None = None,
     seed: int = 0,
     side: int = 64,
@@ -189,11 +203,7 @@ def split_views(
     n = int(q.shape[0])
     if n > MAX_N:
         raise ParameterError("n", f"the temperature scrubber works up to n = {MAX_N}; got {n}")
-    if not 1 <= len(taus) <= MAX_GRID:
-        raise ParameterError("taus", f"needs 1 to {MAX_GRID} temperatures; got {len(taus)}")
-    tau_values = [float(t) for t in taus]
-    if not all(math.isfinite(t) and t > 0 for t in tau_values):
-        raise ParameterError("taus", "every temperature must be finite and > 0")
+    tau_values, beta_values = temperature_grid(taus, betas)
     if not 8 <= side <= MAX_SIDE:
         raise ParameterError("side", f"must be in [8, {MAX_SIDE}]; got {side}")
     factor = max(1, math.ceil(n / side))
@@ -208,7 +218,7 @@ def split_views(
     errors: dict[str, list[torch.Tensor]] = {"attention": [], "naive_sum": []}
     for start in range(0, len(tau_values), per_chunk):
         chunk = tau_values[start : start + per_chunk]
-        beta = 1.0 / torch.tensor(chunk, dtype=torch.float64)
+        beta = torch.tensor(beta_values[start : start + per_chunk], dtype=torch.float64)
         exact = torch.softmax(beta.to(logits.dtype)[:, None, None] * logits, dim=-1).to(wide)
         exact_maps.append(_block_max(_ordered(exact, shown), factor))
         entropies.append(metrics.mean_row_entropy(exact))

@@ -284,7 +284,7 @@ class TemperatureSweep(View):
     cache_name: ClassVar[str] = "error_vs_entropy"
 
     inputs: InputSpec
-    taus: tuple[float, ...]
+    betas: tuple[float, ...]  # inverse temperatures, in the sweep's order
     methods: tuple[str, ...]
     fraction: float
     seed: int
@@ -312,7 +312,7 @@ class TemperatureSweep(View):
                 k,
                 v,
                 methods,
-                taus=list(self.taus),
+                betas=list(self.betas),
                 fraction=self.fraction,
                 seed=seed,
                 method_params=method_params_dict(self.params),
@@ -479,7 +479,7 @@ class TemperatureScrub(View):
     device: str
     methods: tuple[str, ...]
     params: MethodParams
-    taus: tuple[float, ...]
+    betas: tuple[float, ...]  # the grid's inverse temperatures
     seed: int
     side: int
     by_cluster: bool  # frames reduced in cluster order: the reduction mixes other positions, so it is keyed
@@ -494,7 +494,7 @@ class TemperatureScrub(View):
             k[head],
             v[head],
             list(self.methods),
-            list(self.taus),
+            betas=list(self.betas),
             params=method_params_dict(self.params),
             seed=self.seed,
             side=self.side,
@@ -512,7 +512,7 @@ class SplitScrub(View):
     head: int
     device: str
     params: Params
-    taus: tuple[float, ...]
+    betas: tuple[float, ...]  # the grid's inverse temperatures
     seed: int
     side: int
     by_cluster: bool
@@ -524,7 +524,7 @@ class SplitScrub(View):
         h = min(max(self.head, 0), q.shape[0] - 1)
         order = _display_order(self.inputs, self.by_cluster)
         return core.scrub.split_views(
-            q[h], k[h], v[h], list(self.taus), params=params_dict(self.params), seed=self.seed, side=self.side,
+            q[h], k[h], v[h], betas=list(self.betas), params=params_dict(self.params), seed=self.seed, side=self.side,
             order=order,
         )  # fmt: skip
 
@@ -733,7 +733,7 @@ class ScalingRun(View):
     heads: int
     d: int
     row_budget: int
-    tau: float
+    beta: float
     seed: int
     device: str
     point_limit: float  # seconds
@@ -749,7 +749,7 @@ class ScalingRun(View):
             d=self.d,
             heads=self.heads,
             row_budget=self.row_budget,
-            scale=1.0 / self.tau,
+            scale=self.beta,
             seed=self.seed,
             device=compute.resolve(self.device),
             point_limit_s=self.point_limit,

@@ -24,7 +24,8 @@ METHODS = ("performer", "local", "lsh")
 
 def sweep(redraws: int, seed: int = 5) -> dict:
     params = views.method_params(METHODS, {})
-    return views.TemperatureSweep(SPEC, TAUS, METHODS, 0.25, seed, params, "cpu", redraws=redraws).compute(None)
+    betas = tuple(1.0 / t for t in TAUS)
+    return views.TemperatureSweep(SPEC, betas, METHODS, 0.25, seed, params, "cpu", redraws=redraws).compute(None)
 
 
 def test_the_draws_are_the_random_methods_at_consecutive_seeds() -> None:

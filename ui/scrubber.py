@@ -308,7 +308,7 @@ def scrubber_section(settings: object, methods: list[str], params: Mapping[str, 
         device=s.device_name,  # type: ignore[attr-defined]
         methods=tuple(methods),
         params=method_params(methods, params),
-        taus=tuple(taus),
+        betas=tuple(1.0 / t for t in taus),
         seed=s.seed,  # type: ignore[attr-defined]
         side=side,
         by_cluster=s.order is not None,  # type: ignore[attr-defined]
@@ -359,7 +359,7 @@ def split_scrubber_section(settings: object, params: Mapping[str, object]) -> No
         head=s.head,  # type: ignore[attr-defined]
         device=s.device_name,  # type: ignore[attr-defined]
         params=params_key(dict(params)),
-        taus=taus,
+        betas=tuple(1.0 / t for t in taus),
         seed=s.seed,  # type: ignore[attr-defined]
         side=side,
         by_cluster=s.order is not None,  # type: ignore[attr-defined]

@@ -60,7 +60,7 @@ def sweep_view(
     """The view the page's sweep computes (its cache key)."""
     return views.TemperatureSweep(
         inputs=s.spec,
-        taus=tuple(float(t) for t in taus),
+        betas=tuple(1.0 / float(t) for t in taus),
         methods=tuple(methods),
         fraction=s.fraction,
         seed=s.seed,

@@ -92,7 +92,7 @@ def scaling_controls() -> ScalingControls:
         heads=int(heads),
         d=int(d),
         row_budget=int(row_budget),
-        tau=float(tau),
+        beta=1.0 / float(tau),
         seed=int(seed),
         device=device.type,
         point_limit=float(point_limit),
