@@ -558,11 +558,10 @@ def compare_runs(plan: Plan) -> tuple[Any, float, list[Any]]:
     """(input spec, beta, one ``MethodRun`` view per default method) of the Compare page's default view at n = 4096
     (the dry run: 256) on the check's device."""
     from service import views
-    from ui import presets
+    from ui import fields, presets
 
-    sidebar = importlib.import_module("ui.sidebar")  # the package exports a function of that name
     n = 256 if plan.dry_run else COMPARE_N
-    defaults = dict(sidebar.DEFAULTS)
+    defaults = dict(fields.DEFAULTS)
     spec = views.InputSpec(
         source=defaults["input"],
         n=n,

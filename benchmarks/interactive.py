@@ -61,7 +61,7 @@ def compare_defaults() -> dict[str, Any]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            from ui.sidebar import DEFAULTS
+            from ui.fields import DEFAULTS
         defaults.update({k: DEFAULTS[k] for k in defaults if k in DEFAULTS})
     except Exception:  # noqa: BLE001 - without ui the documented defaults above are used
         pass

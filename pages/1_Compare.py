@@ -9,7 +9,7 @@ import streamlit as st
 import ui
 from core import limits
 from service import prefetch
-from ui import timing
+from ui import computed, timing
 from ui.figures import compare as figs
 from ui.panels import compare as panels
 from ui.presets import COMPARE_METHODS, COMPARE_REDRAWS, MAX_REDRAWS
@@ -72,7 +72,7 @@ def results(
     if not ui.within_limits(lambda: limits.check_compare(params, s.n, s.d, s.heads)):
         ui.finish_fragment()
         return
-    exact = s.exact()
+    exact = computed.exact(s)
     # Warm repeats cost up to a second per method, so they run on request; by default the column says "one cold run".
     knobs = st.columns(2)
     warm = ui.toggle(
@@ -103,7 +103,7 @@ def results(
         table_box = st.container()
     scrubber_box = st.container()
     with metrics_box, st.spinner("Computing approximations…"):
-        results = {method: s.run(method, params[method]) for method in methods}
+        results = {method: computed.run(s, method, params[method]) for method in methods}
         runs = {m: s.method_run(m, params[m]) for m in methods}
         times = {
             m: timing.describe(timing.warm_timing(runs[m]) if warm else None, r.seconds)
@@ -133,8 +133,11 @@ def results(
         st.subheader("All heads: exact (first row) and each method")
         ok = [m for m in methods if not results[m].error_message]
         maps = {
-            "exact": s.sorted(exact.attention, exact.attention_in_cluster_order),
-            **{m: s.sorted(results[m].attention, (results[m].in_cluster_order or {}).get("attention")) for m in ok},
+            "exact": computed.drawn(s, exact.attention, exact.attention_in_cluster_order),
+            **{
+                m: computed.drawn(s, results[m].attention, (results[m].in_cluster_order or {}).get("attention"))
+                for m in ok
+            },
         }
         fig, data, grid_side = figs.heads_grid(maps, s.heads, log_colour)
         ui.show_figure(fig, "all_heads_grid", data=data, key="grid")

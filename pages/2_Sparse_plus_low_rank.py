@@ -6,6 +6,7 @@ import streamlit as st
 
 import ui
 from core import sparse_lowrank
+from ui import computed
 from ui.controls import sparse_lowrank as controls
 from ui.panels import sparse_lowrank as panels
 from ui.scrubber import split_scrubber_section
@@ -21,17 +22,17 @@ def scatterbrain_sections(s: ui.Settings) -> None:
     sidebar or Fig. 4."""
     params = controls.scatterbrain_knobs(s)
     head = s.head
-    exact = s.exact()
+    exact = computed.exact(s)
     exact_head = exact.attention[head] if not exact.reduced else None
     names = ("support_rounds", "support", "sparse", "low_rank", "naive_sum", "attention")
     with st.spinner("Splitting Scatterbrain into its parts…"):
-        parts = s.parts("scatterbrain", params, names)
+        parts = computed.parts(s, "scatterbrain", params, names)
     factor = int(parts["factor"])
     summary = None  # Scatterbrain vs the naive sum, at full resolution only
     if exact_head is not None and factor == 1:
-        arrays = s.inputs()
+        arrays = computed.inputs(s)
         logits = sparse_lowrank.head_logits(arrays.q[head], arrays.k[head], s.beta)
-        raw = s.parts("scatterbrain", params, ("unnormalized_low_rank",))["unnormalized_low_rank"]
+        raw = computed.parts(s, "scatterbrain", params, ("unnormalized_low_rank",))["unnormalized_low_rank"]
         summary = sparse_lowrank.correction_summary(
             exact_head, parts["attention"], parts["naive_sum"], parts["support"], raw, logits, params.get("features", 0)
         )

@@ -11,6 +11,7 @@ import torch
 import core
 import ui
 from core import sweeps
+from ui import computed
 from ui import sweep_runs as runs
 from ui.figures import compare as figs
 from ui.figures import regime as regime_figs
@@ -105,7 +106,7 @@ def sweep_section(s: ui.Settings, chosen: list[str], params: dict[str, dict[str,
             families={m: registered[m].family for m in chosen},
             budget_label=ui.fmt_fraction(s.fraction),
             log_y=log_y,
-            current_entropy=s.entropy(),
+            current_entropy=computed.entropy(s),
             tau=s.tau,
             n=s.n,
         )

@@ -8,6 +8,7 @@ import streamlit as st
 import service.views
 import ui
 from core import limits, regime
+from ui import computed
 from ui.controls.regime import regime_controls
 from ui.figures import regime as figs
 from ui.panels import regime as panels
@@ -22,7 +23,7 @@ s = ui.sidebar(
 )
 
 if s.spec.source in ("real", "upload"):
-    s = s.with_every_uploaded_head()
+    s = computed.with_every_uploaded_head(s)
     what = "the 72 heads of MiniLM (6 layers × 12)" if s.spec.source == "real" else f"the {s.heads} uploaded heads"
     ui.explain(
         f"The map below is drawn on clustered inputs; here {what} are placed on its β axis instead. Each head "

@@ -9,6 +9,7 @@ import core
 import service.views
 import ui
 from core import vcc_study
+from ui import computed
 from ui.controls.vcc import vcc_controls
 from ui.panels import vcc as panels
 
@@ -20,7 +21,7 @@ s = ui.sidebar(
     defaults={"n": 256, "d": 32, "heads": 1, "tau": 0.3, "spread": 0.3, "clusters": 8, "sort_clusters": False},
 )
 panels.intro()
-tokens = s.inputs().tokens
+tokens = computed.inputs(s).tokens
 controls = vcc_controls(s, tokens)
 
 
@@ -44,7 +45,7 @@ if view.info.get("notice"):
 # so its control reruns that section, not the sidebar, the VCC run and the other figures.
 @st.fragment
 def heatmaps() -> None:
-    panels.heatmaps(view, s.head, s.n, tokens, s.order)
+    panels.heatmaps(view, s.head, s.n, tokens, computed.cluster_order(s))
     ui.finish_fragment(share=False)  # the share box is drawn by ui.finish at the end of a full run
 
 

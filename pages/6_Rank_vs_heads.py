@@ -10,8 +10,8 @@ import ui
 from core import rank_heads_study as study
 from ui.controls.rank_heads import RankHeadsControls, rank_heads_controls
 from ui.figures import rank_heads as figs
+from ui.navigation import navigation
 from ui.panels import rank_heads as panels
-from ui.sidebar import navigation
 
 N_SWEEP = [str(n) for n in (2, 4, 8, 16, 64, 256)]
 

@@ -219,6 +219,18 @@ class ExactAttention(View):
 
 
 @dataclasses.dataclass(frozen=True)
+class EntropyReadout(View):
+    """The sidebar's readout: mean row entropy of exact attention (nats), averaged over heads."""
+
+    cache_name: ClassVar[str] = "entropy_readout"
+
+    exact: ExactAttention
+
+    def compute(self, report: Callable[..., None] | None = None) -> Any:
+        return float(compute.exact(self.exact).entropy.mean())
+
+
+@dataclasses.dataclass(frozen=True)
 class MethodRun(View):
     """One method on every head; its errors are against exact attention at the same ``beta``."""
 

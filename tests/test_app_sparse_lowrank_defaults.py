@@ -13,7 +13,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from core import budget_params, data, sparse_lowrank
-from ui.sidebar import DEFAULTS
+from ui.fields import DEFAULTS
 
 NAIVE_FACTOR = 2.0  # the naive sum's error is at least this multiple of Scatterbrain's at the defaults
 
@@ -31,7 +31,7 @@ def summary_at(settings: dict, seed: int) -> sparse_lowrank.CorrectionSummary:
 
 
 def test_the_defaults_are_settings_a_user_can_choose() -> None:
-    from ui.sidebar import BUDGET_OPTIONS, TAU_OPTIONS
+    from ui.fields import BUDGET_OPTIONS, TAU_OPTIONS
 
     assert sparse_lowrank.PAGE_DEFAULTS["tau"] in TAU_OPTIONS
     assert sparse_lowrank.PAGE_DEFAULTS["budget"] in BUDGET_OPTIONS

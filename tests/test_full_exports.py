@@ -14,7 +14,7 @@ from service.views import InputSpec
 from ui import downloads
 from ui.export import chromium_path, static_image
 from ui.figures import heatmap
-from ui.sidebar import Settings
+from ui.settings import Settings
 
 N = 256
 

@@ -11,7 +11,7 @@ import pytest
 
 from service import compute, prefetch, views
 from service.views import MethodRun
-from ui.sidebar import TAU_OPTIONS
+from ui.fields import TAU_OPTIONS
 
 
 @pytest.fixture(autouse=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
 
-from ui.sidebar import DEFAULTS, REAL_DEFAULTS, REAL_NOTE
+from ui.fields import DEFAULTS, REAL_DEFAULTS, REAL_NOTE
 
 
 def captions(at: AppTest) -> str:

@@ -1,11 +1,9 @@
-"""The shared sidebar fields are declared once (ui/sidebar.SHARED_FIELDS, ParamSpecs): the defaults come from them,
+"""The shared sidebar fields are declared once (ui/fields.SHARED_FIELDS, ParamSpecs): the defaults come from them,
 the sidebar's controls take their ranges from them, and a link's values are checked against them."""
 
 from __future__ import annotations
 
-import importlib
-
-sidebar = importlib.import_module("ui.sidebar")  # ui.sidebar the attribute is the function that draws it
+from ui import fields as sidebar
 
 
 def test_every_shared_url_key_but_the_text_is_declared_and_its_default_allowed() -> None:

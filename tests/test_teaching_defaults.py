@@ -18,8 +18,8 @@ import pytest
 import core
 from core import compare, registry
 from ui import page_registry, step_claims
+from ui.fields import DEFAULTS, REAL_DEFAULTS
 from ui.presets import COMPARE_METHODS, EVE_METHODS, EVE_POINTS, EVE_TAUS, PRESETS
-from ui.sidebar import DEFAULTS, REAL_DEFAULTS
 
 METHOD_OF_LABEL = {spec.label: name for name, spec in registry.methods().items()}
 COMPARE = page_registry.url_paths()["Compare"]
@@ -98,7 +98,8 @@ def test_error_vs_entropy_default_sweep_shows_the_crossing_and_the_middle_gain()
 
     from service.views import InputSpec
     from ui import sweep_runs
-    from ui.sidebar import Settings, linked_params
+    from ui.settings import Settings
+    from ui.sidebar import linked_params
 
     s = DEFAULTS
     spec = InputSpec("clustered", s["n"], s["d"], s["heads"], s["clusters"], s["spread"], s["seed"])

@@ -6,7 +6,7 @@ what the app sends: ``AppTest.query_params`` is the query string the script left
 
 from __future__ import annotations
 
-from ui.sidebar import MAX_DENSE_ELEMENTS, MAX_HEADS, max_heads
+from ui.fields import MAX_DENSE_ELEMENTS, MAX_HEADS, max_heads
 
 
 def test_max_heads_keeps_every_head_within_the_dense_budget() -> None:

@@ -33,6 +33,7 @@ SCORES = (("scatterbrain", (("features", 8), ("rounds", 1))), ("lsh", (("buckets
 EXAMPLES: dict[str, views.View] = {
     "inputs": SPEC,
     "exact": views.ExactAttention(SPEC, 5.0, "cpu"),
+    "entropy_readout": views.EntropyReadout(views.ExactAttention(SPEC, 5.0, "cpu")),
     "run_method": RUN,
     "method_parts": views.MethodParts(RUN, 1, ("attention", "sparse"), True),
     "clustered_entropy_curve": views.ClusteredEntropyCurve(51, 32, 4, 0.3, 0),

@@ -14,17 +14,20 @@ which the sidebar, Home, the lessons and the tests read) looks like this::
                                               # (a page with its own controls calls ui.navigation(st.sidebar))
     ui.explain("Two or three plain sentences for a student.", r"\\mathrm{softmax}(\\beta QK^\\top)")
     rank = ui.int_slider("Rank", "rank", 1, 64, 8)          # page control bound to ?rank=
-    res = s.run("performer", ui.method_controls(s, "performer"))   # cached engine call
+    res = ui.computed.run(s, "performer", ui.method_controls(s, "performer"))   # cached engine call
     ui.show_figure(ui.heatmap(res.attention[s.head], "Performer", factor=res.factor),
                    "performer_heatmap", data={"attention": res.attention[s.head]})
     ui.finish()                               # LAST: notices, share link, settings download/upload
 
-Shared settings (``ui.Settings`` from ``ui.sidebar()``)
+Shared settings (``ui.Settings`` from ``ui.sidebar()``; it parses and holds, it computes nothing)
     ``s.spec`` (hashable ``InputSpec``: source, n, d, heads, clusters, spread, seed, text, layer), ``s.tau``,
-    ``s.beta`` (= 1/tau, pass as ``scale``), ``s.seed``, ``s.device_used``, ``s.fraction`` (budget), ``s.head``.
-    ``s.inputs()`` -> numpy q, k, v (H, n, d); ``s.exact()``; ``s.entropy()``; ``s.run(method, params)`` ->
-    ``MethodResult`` (block-reduced attention/error maps, per-head metrics, memory, FLOPs, seconds);
-    ``s.parts(method, params, names)`` -> dense parts of the shown head. Keyword options of ``ui.sidebar``:
+    ``s.beta`` (= 1/tau, pass as ``scale``), ``s.seed``, ``s.device_used``, ``s.fraction`` (budget), ``s.head``;
+    the views it builds: ``s.exact_view()``, ``s.entropy_view()``, ``s.method_run(method, params)``.
+    What a page asks the service for (``ui/computed.py``): ``computed.inputs(s)`` -> numpy q, k, v (H, n, d);
+    ``computed.exact(s)``; ``computed.entropy(s)``; ``computed.run(s, method, params)`` -> ``MethodResult``
+    (block-reduced attention/error maps, per-head metrics, memory, FLOPs, seconds); ``computed.parts(s, method,
+    params, names)`` -> dense parts of the shown head; ``computed.drawn(s, matrix)`` in the display order. The field
+    declarations are ``ui/fields.py``, the page links ``ui/navigation.py``. Keyword options of ``ui.sidebar``:
     ``sources=("clustered", "gaussian")`` to refuse the real model, ``max_n=1024``, ``show_budget=False``,
     ``defaults={"n": 256}``.
 
@@ -43,8 +46,8 @@ Caching (the engine service, ``service/``: no Streamlit there)
     layer, then the shared disk or Redis store), then computes at once (light) or in the process-wide scheduler
     (``service/scheduler.py``; the page shows the queue place, a progress bar and Cancel, drawn by ``ui/jobs.py``);
     ``service.views.lookup(view)`` only reads the cache. ``s.method_run(method, params)`` is the view of one method
-    at the sidebar's settings; ``s.run`` and ``s.parts`` use it. Results are never cached with ``st.cache_data``
-    in the service.
+    at the sidebar's settings; ``computed.run`` and ``computed.parts`` use it. Results are never cached with
+    ``st.cache_data`` in the service.
 
 Controls bound to the URL (``key`` = URL parameter; letters, digits and ``_`` only)
     ``ui.int_slider``, ``ui.int_input``, ``ui.float_slider``, ``ui.log_slider`` (numbers snap to options),
@@ -105,6 +108,8 @@ import core  # noqa: F401 - before service.compute loads torch: core sets OpenMP
 from service.compute import MethodResult, display
 from service.downsampling import DISPLAY_MAX, block_factor, block_reduce
 from service.views import InputSpec, params_key
+from ui import computed
+from ui.fields import TAU_OPTIONS, fmt_fraction
 from ui.figure_display import explain, show_figure
 from ui.figures import (
     GridCell,
@@ -117,6 +122,7 @@ from ui.figures import (
     png_bytes,
 )
 from ui.jobs import estimate_seconds, run_heavy
+from ui.navigation import navigation
 from ui.page_lifecycle import (
     finish_fragment,
     fragment_rerun,
@@ -128,16 +134,13 @@ from ui.page_lifecycle import (
     settings_payload,
     within_limits,
 )
+from ui.settings import Settings
 from ui.sidebar import (
-    TAU_OPTIONS,
-    Settings,
     causal_only,
     device_control,
-    fmt_fraction,
     method_controls,
     method_label,
     method_picker,
-    navigation,
     param_key,
     registered_methods,
     sidebar,
@@ -156,6 +159,7 @@ from ui.widgets import (
 )
 
 __all__ = [
+    "computed",
     "DISPLAY_MAX",
     "InputSpec",
     "MethodResult",

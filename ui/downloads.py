@@ -15,7 +15,7 @@ import core
 import core.compare
 from service import compute
 from ui.figures import png_bytes
-from ui.sidebar import Settings
+from ui.settings import Settings
 
 
 def full_matrix(s: Settings, method: str, params: dict[str, Any], head: int, kind: str = "attention") -> np.ndarray:

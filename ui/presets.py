@@ -1,6 +1,6 @@
 """The Home page's preset links, as data, with what each one teaches (tests/test_teaching_defaults.py pins it).
 
-Every preset starts from the shared sidebar defaults (ui.sidebar.DEFAULTS) and names only what it changes.
+Every preset starts from the shared sidebar defaults (ui.fields.DEFAULTS) and names only what it changes.
 """
 
 from __future__ import annotations

@@ -280,7 +280,8 @@ def _views(view: TemperatureScrub) -> ScrubViews:
 def scrubber_section(settings: object, methods: list[str], params: Mapping[str, Mapping[str, object]]) -> None:
     """A toggle; when on, precompute every view on a temperature grid once and animate it in the browser."""
     from ui import widgets
-    from ui.sidebar import TAU_OPTIONS, method_label
+    from ui.fields import TAU_OPTIONS
+    from ui.sidebar import method_label
 
     s = settings  # ui.Settings
     on = widgets.toggle(
@@ -311,7 +312,7 @@ def scrubber_section(settings: object, methods: list[str], params: Mapping[str, 
         betas=tuple(1.0 / t for t in taus),
         seed=s.seed,  # type: ignore[attr-defined]
         side=side,
-        by_cluster=s.order is not None,  # type: ignore[attr-defined]
+        by_cluster=s.by_cluster,  # type: ignore[attr-defined]
     )
     try:
         views = _views(view)
@@ -336,7 +337,7 @@ SPLIT_MAX_N = 1024  # several n x n parts per temperature are materialised
 def split_scrubber_section(settings: object, params: Mapping[str, object]) -> None:
     """The Sparse + low rank page's scrubber: Scatterbrain's split at every temperature of a grid, in the browser."""
     from ui import widgets
-    from ui.sidebar import TAU_OPTIONS
+    from ui.fields import TAU_OPTIONS
 
     s = settings  # ui.Settings
     on = widgets.toggle(
@@ -362,7 +363,7 @@ def split_scrubber_section(settings: object, params: Mapping[str, object]) -> No
         betas=tuple(1.0 / t for t in taus),
         seed=s.seed,  # type: ignore[attr-defined]
         side=side,
-        by_cluster=s.order is not None,  # type: ignore[attr-defined]
+        by_cluster=s.by_cluster,  # type: ignore[attr-defined]
     )
     head = view.head
 

@@ -1,12 +1,9 @@
-"""The shared sidebar (input, sizes, temperature, seed, device, budget) and method knobs from the registry."""
+"""The shared sidebar's controls (input, sizes, temperature, seed, device, budget) and the method knobs from the
+registry. The fields they draw are declared in ``ui.fields``; what they return is a ``ui.settings.Settings``."""
 
 from __future__ import annotations
 
-import html
 import math
-import re
-import urllib.parse
-from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -18,294 +15,33 @@ import core.uploads
 from core import device as core_device
 from core import registry
 from core.registry import CAUSAL
-from service import compute, uploads, views
+from service import compute, uploads
 from service.views import InputSpec
-from ui import page_lifecycle, page_registry, url_params, widgets
-
-SOURCES = ("clustered", "gaussian", "real", "upload")
-SOURCE_LABELS = {
-    "clustered": "Clustered (Scatterbrain Process 1)",
-    "gaussian": "Gaussian (independent q, k)",
-    "real": "Real model (MiniLM on a text)",
-    "upload": "Your own heads (an uploaded file)",
-}
-MAX_N = 4096  # the dense views build n x n matrices
-MAX_HEADS = 16
-# heads * n^2 above this is refused (each dense n x n view per method is kept in memory and sent to the views).
-MAX_DENSE_ELEMENTS = 2**25
-# Log-spaced temperatures: 1, 1.5, 2, 3, 5, 7 per decade.
-TAU_OPTIONS = sorted({round(m * 10.0**e, 6) for e in range(-2, 2) for m in (1, 1.5, 2, 3, 5, 7)} | {100.0})
-BUDGET_OPTIONS = (1 / 64, 1 / 32, 1 / 16, 1 / 8, 1 / 4, 1 / 2)
-DEVICES = ("auto", "cpu", "cuda")
-REAL_LAYERS, REAL_HEADS, REAL_D = 6, 12, 32
-
-# The real model: τ = 1 is the model's own attention (q is pre-scaled), and its short texts (n = 51 tokens for
-# the default one) leave a 1/8 budget only about 3 random features per method; 1/2 is the largest budget.
-# Applied when the input is the real model, unless the page overrides the key or the link sets it.
-REAL_DEFAULTS: dict[str, Any] = {"tau": 1.0, "budget": 1 / 2}
-REAL_NOTE = (
-    "Real model: τ starts at 1, the model's own temperature (its queries are already scaled), and the budget "
-    "at 1/2, because a short text has few tokens and a smaller budget leaves each method only a few features. "
-    "Move either slider to change them."
+from ui import computed, page_lifecycle, url_params, widgets
+from ui.fields import (
+    DEFAULTS,
+    MAX_HEADS,
+    MAX_N,
+    REAL_D,
+    REAL_DEFAULTS,
+    REAL_HEADS,
+    REAL_NOTE,
+    SHARED_FIELDS,
+    SOURCE_LABELS,
+    SOURCES,
+    UPLOAD_DEFAULTS,
+    field_range,
+    fmt_fraction,
+    fmt_tau,
+    max_heads,
 )
+from ui.navigation import navigation
+from ui.settings import Settings
+
 _SOURCE_KEY = "_ui_previous_source"
-# An upload's q is divided by sqrt(d) (core.uploads.load), so τ = 1 is the model's own attention, as for MiniLM.
-UPLOAD_DEFAULTS: dict[str, Any] = {"tau": 1.0}
 UPLOADER_KEY = "_ui_heads_upload"  # + a counter: a new key after each upload frees the file from the session
 _UPLOADER_COUNT = "heads_uploads"  # session store: how many files this session has uploaded
 _UPLOAD_MESSAGE = "upload_message"  # session store: (kind, text) of the last upload, shown under the uploader
-
-
-def max_heads(n: int) -> int:
-    """The most heads of n x n attention the dense views may hold (heads * n^2 <= MAX_DENSE_ELEMENTS)."""
-    return max(1, min(MAX_HEADS, MAX_DENSE_ELEMENTS // (n * n)))
-
-
-# The shared input fields, declared once: their kinds, ranges and defaults. The sidebar draws its controls with
-# these ranges (a page may narrow one, e.g. n up to 1024), the URL parser checks a link's values against them, and
-# DEFAULTS comes from them. Bounds that depend on the input take (n, d). Defaults chosen so that the default views
-# show what the pages say (tests/test_teaching_defaults.py pins them): with 32 tight clusters (σ = 0.1, as in the
-# Scatterbrain paper's Process 1 experiments) at n = 512 and a 1/8 budget, τ = 0.05 is won by sparse (LSH),
-# τ = 0.2 by sparse + low rank (Scatterbrain), τ = 1 by low rank.
-SHARED_FIELDS: dict[str, core.ParamSpec] = {
-    spec.name: spec
-    for spec in (
-        core.ParamSpec("input", "choice", "clustered", "What q, k, v come from.", choices=SOURCES),
-        core.ParamSpec("n", "int", 512, "Tokens (rows of the attention matrix).", low=16, high=MAX_N),
-        core.ParamSpec("d", "int", 64, "Head dimension.", low=2, high=256),
-        core.ParamSpec("heads", "int", 4, "Independent draws of q, k, v.", low=1, high=lambda n, d: max_heads(n)),
-        core.ParamSpec("tau", "float", 0.2, "Temperature: logits = q·k / τ.", grid=tuple(TAU_OPTIONS), log=True),
-        core.ParamSpec("spread", "float", 0.1, "Cluster spread σ.", low=0.0, high=2.0),
-        core.ParamSpec("clusters", "int", 32, "Cluster centres.", low=1, high=lambda n, d: min(n, 256)),
-        core.ParamSpec("seed", "int", 0, "Every random draw.", low=0, high=2**31 - 1),
-        core.ParamSpec("device", "choice", "auto", "Where the engine runs.", choices=DEVICES),
-        core.ParamSpec("budget", "float", 1 / 8, "Memory budget.", grid=BUDGET_OPTIONS, log=True),
-        core.ParamSpec("causal", "bool", False, "Causal (decoder) mask: query i sees keys j <= i."),
-        core.ParamSpec("layer", "int", 0, "The real model's layer.", low=0, high=REAL_LAYERS - 1),
-        core.ParamSpec("upload", "text", "", "The uploaded file's sha256.", high=64),
-        core.ParamSpec("head", "int", 0, "The head shown.", low=0, high=MAX_HEADS - 1),
-        # Display only: clustered input is drawn in cluster order, so the clusters show as blocks at first glance.
-        core.ParamSpec("sort_clusters", "bool", True, "Draw positions sorted by cluster."),
-    )
-}
-# The one set of defaults every page starts from (a page may override some with ``sidebar(defaults=...)``).
-DEFAULTS: dict[str, Any] = {name: spec.default for name, spec in SHARED_FIELDS.items()}
-
-
-def field_range(name: str, n: int = 0, d: int = 0) -> tuple[Any, Any]:
-    """The allowed (low, high) of a shared field at input size (n, d)."""
-    return SHARED_FIELDS[name].bounds(n, d)
-
-
-def fmt_fraction(x: float) -> str:
-    return f"1/{round(1 / x)}" if x < 1 else "1"
-
-
-def fmt_tau(x: float) -> str:
-    return f"{x:g}"
-
-
-@dataclass(frozen=True)
-class Settings:
-    """The shared sidebar settings of one page run, parsed from the URL once. The engine calls are built from it as
-    views (``service.views``), whose fields are their cache keys."""
-
-    spec: InputSpec  # what determines q, k, v; its seed is every random draw's (data and methods)
-    tau: float  # temperature: logits = q.k / tau
-    device: str  # requested: auto | cpu | cuda
-    device_used: torch.device
-    fraction: float  # memory budget as a fraction of full attention
-    head: int  # the head shown in single-head views
-    # Display only: heatmaps drawn with positions sorted by cluster; every computation uses the real positions.
-    sort_clusters: bool = False
-    causal: bool = False  # every method in its causal form, against causally masked exact attention
-
-    @property
-    def seed(self) -> int:
-        return self.spec.seed
-
-    @property
-    def beta(self) -> float:
-        """Inverse temperature: the scale passed to core.approximate."""
-        return 1.0 / self.tau
-
-    @property
-    def n(self) -> int:
-        return self.spec.n
-
-    @property
-    def d(self) -> int:
-        return self.spec.d
-
-    @property
-    def heads(self) -> int:
-        return self.spec.heads
-
-    @property
-    def device_name(self) -> str:
-        return self.device_used.type
-
-    def inputs(self) -> compute.InputArrays:
-        return compute.load_inputs(self.spec)
-
-    def exact_view(self) -> views.ExactAttention:
-        return views.ExactAttention(self.spec, self.beta, self.device_name, self.causal)
-
-    def exact(self) -> compute.ExactResult:
-        return compute.exact(self.exact_view())
-
-    @property
-    def order(self) -> np.ndarray | None:
-        """The display order of the positions: by cluster when "Order positions by cluster" is on (clustered
-        input), else None (position order)."""
-        return compute.cluster_order(self.spec) if self.sort_clusters else None
-
-    def sorted(self, matrix: np.ndarray, in_cluster_order: np.ndarray | None = None) -> np.ndarray:
-        """``matrix`` (..., n, n) as drawn: rows and columns in cluster order when "Order positions by cluster" is on.
-
-        A full-resolution map is reordered here. A block-reduced one cannot be (its blocks mix clusters): pass the
-        engine's copy reduced in cluster order as ``in_cluster_order``; without one it keeps position order, with a
-        notice.
-        """
-        order = self.order
-        if order is None:
-            return matrix
-        if in_cluster_order is not None:
-            return in_cluster_order
-        if matrix.ndim < 2 or matrix.shape[-1] != self.n or matrix.shape[-2] != self.n:
-            page_lifecycle.notice(
-                "**Order positions by cluster**: a map reduced before drawing keeps the real positions "
-                f"(n = {self.n}); lower n to see it sorted."
-            )
-            return matrix
-        return compute.reorder(matrix, order)
-
-    def order_note(self) -> str:
-        """One line under the maps saying they are drawn in cluster order, and how to go back ("" if they are not)."""
-        if self.order is None:
-            return ""
-        return (
-            "Drawn in cluster order, so clusters show as blocks (display only: methods run on the real positions). "
-            "Position order: switch off “Order positions by cluster” (`?sort_clusters=false`)."
-        )
-
-    def with_every_uploaded_head(self) -> Settings:
-        """These settings on every head of the uploaded file (within the dense views' head limit at this n): for
-        pages that hide the heads control but place heads one by one. Other inputs are returned unchanged."""
-        if self.spec.source != "upload":
-            return self
-        heads = min(int(uploads.describe(self.spec.upload)["heads"]), max_heads(self.n))
-        return replace(self, spec=self.spec.replace(heads=heads))
-
-    def entropy(self) -> float:
-        """Mean row entropy of exact attention (nats), averaged over heads."""
-        return float(self.exact().entropy.mean())
-
-    def method_run(self, method: str, params: dict[str, Any]) -> views.MethodRun:
-        """The view of one method at these settings (its cache key, and what the engine runs). Under the causal mask
-        every method runs with causal=True: one without a causal form is refused by the engine, with its reason."""
-        if self.causal:
-            params = {**params, CAUSAL: True}
-        return views.MethodRun.of(self.spec, self.beta, self.device_name, method, params, self.seed)
-
-    def run(self, method: str, params: dict[str, Any]) -> compute.MethodResult:
-        """One method (cached on every setting); errors are against exact at the same temperature."""
-        return compute.run_method_scheduled(self.method_run(method, params))
-
-    def parts(
-        self, method: str, params: dict[str, Any], names: tuple[str, ...], head: int | None = None
-    ) -> dict[str, np.ndarray]:
-        # In cluster order a map must be reordered before any reduction, so up to the cached full size the parts
-        # come at full resolution and the page reduces them after sorting.
-        full = self.order is not None and compute.block_factor(self.n) > 1 and self.n <= compute.CACHE_FULL_MAX_N
-        view = views.MethodParts(
-            self.method_run(method, params), self.head if head is None else head, tuple(names), reduce=not full
-        )
-        return compute.method_parts_scheduled(view)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "input": self.spec.source,
-            "n": self.n,
-            "d": self.d,
-            "heads": self.heads,
-            "tau": self.tau,
-            "beta": self.beta,
-            "clusters": self.spec.clusters,
-            "spread": self.spec.spread,
-            "seed": self.seed,
-            "device": self.device,
-            "device_used": self.device_name,
-            "budget": self.fraction,
-            "causal": self.causal,
-            "layer": self.spec.layer,
-            "head": self.head,
-        }
-
-
-SHARED_KEYS = (
-    "input",
-    "n",
-    "d",
-    "heads",
-    "tau",
-    "clusters",
-    "spread",
-    "seed",
-    "device",
-    "budget",
-    "causal",
-    "text",
-    "layer",
-    "upload",
-    "head",
-    "sort_clusters",
-)
-
-
-NAV_CSS = """<style>
-.ae-nav a {display: block; padding: 0.25rem 0.6rem; margin: 0.05rem 0; border-radius: 0.4rem; color: inherit;
-           text-decoration: none; font-size: 0.95rem;}
-.ae-nav a:hover {background: rgba(151, 166, 195, 0.15);}
-.ae-nav a.ae-current {background: rgba(151, 166, 195, 0.25); font-weight: 600;}
-</style>"""
-
-
-def navigation(where: Any) -> None:
-    """Links to every page that carry the shared sidebar settings (and lesson flags) to the next page.
-
-    Plain links (a full page load) rather than st.page_link: Streamlit's in-app page switch drops query
-    parameters bound to the previous page's widgets, and a full load gives the address bar the settings.
-    """
-    page_state = page_lifecycle.current()
-    carried: list[tuple[str, str]] = []
-    for key in SHARED_KEYS:
-        control = page_state.controls.get(key)
-        if control is None or control.value == control.default:
-            continue
-        url_value = control.to_url(control.value)
-        carried += [(key, v) for v in (url_value if isinstance(url_value, list) else [url_value])]
-    if page_lifecycle.lesson_mode():
-        carried.append((url_params.LESSON_KEY, "1"))
-        hide = ",".join(sorted(k for k in page_lifecycle.hidden_keys() if re.fullmatch(r"[A-Za-z0-9_]{1,40}", k)))
-        if hide:
-            carried.append((url_params.HIDE_KEY, hide))
-    query = urllib.parse.urlencode(carried, safe=",/")
-    items = []
-    for path, label in ((p.url_path, p.label) for p in page_registry.ALL_PAGES):
-        href = url_params.keep_presenter((path or "./") + (f"?{query}" if query else ""))
-        current = ' class="ae-current"' if path == page_state.url_path else ""
-        items.append(f'<a href="{html.escape(href, quote=True)}" target="_self"{current}>{html.escape(label)}</a>')
-    where.markdown(NAV_CSS + '<nav class="ae-nav">' + "".join(items) + "</nav>", unsafe_allow_html=True)
-    present = [(k, v) for k, values in url_params.raw_params().items() if k != url_params.PRESENT_KEY for v in values]
-    present_href = "?" + urllib.parse.urlencode([*present, (url_params.PRESENT_KEY, "1")], safe=",/")
-    where.markdown(
-        f'<nav class="ae-nav"><a href="{html.escape(present_href, quote=True)}" target="_self">'
-        "Presenter view (projector)</a></nav>",
-        unsafe_allow_html=True,
-        help="Hides this sidebar and enlarges every font for the back of a room; the link keeps it.",
-    )
-    where.divider()
 
 
 def _causal_asked(page: page_lifecycle.PageState) -> bool:
@@ -723,7 +459,7 @@ def _upload_input(
 
 def _temperature_readout(settings: Settings) -> None:
     try:
-        entropy = settings.entropy()
+        entropy = computed.entropy(settings)
     except core.ParameterError:
         entropy = float("nan")
     top = math.log(settings.n)

@@ -12,7 +12,7 @@ import pandas as pd
 from core import limits, registry
 from service import compute, views
 from service.scheduler import estimate_seconds
-from ui.sidebar import Settings
+from ui.settings import Settings
 
 REAL_LAYERS = 6
 

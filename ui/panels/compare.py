@@ -12,7 +12,7 @@ import service.views
 import ui
 from core import token_rows
 from service import compute
-from ui import downloads, timing
+from ui import computed, downloads, timing
 from ui.figures import compare as figs
 
 
@@ -101,7 +101,7 @@ def exact_map(s: ui.Settings, exact: Any, resolution: int) -> tuple[np.ndarray, 
     head = s.head
     base_factor = 1 if not exact.reduced else ui.block_factor(s.n)
     in_order = exact.attention_in_cluster_order
-    drawn = s.sorted(exact.attention[head], None if in_order is None else in_order[head])
+    drawn = computed.drawn(s, exact.attention[head], None if in_order is None else in_order[head])
     return figs.shrink(drawn, resolution, base_factor, "max")
 
 
@@ -115,7 +115,7 @@ def exact_cell(
     ui.show_figure(fig, "exact_attention", key="exact", **extra)
     if s.order_note():
         st.caption(s.order_note())
-    model = s.inputs().model_attention if s.spec.source == "real" else None
+    model = computed.inputs(s).model_attention if s.spec.source == "real" else None
     if model is not None and s.tau == 1.0:
         gap = float(np.abs(model[head] - exact.attention[head]).max())
         st.caption(f"τ = 1 reproduces the model's own attention: max difference {gap:.1e}.")
@@ -126,7 +126,7 @@ def _head_maps(s: ui.Settings, res: Any, resolution: int) -> dict[str, tuple[np.
     head = s.head
     in_order = res.in_cluster_order or {}
     drawn = {
-        kind: s.sorted(getattr(res, kind)[head], in_order[kind][head] if kind in in_order else None)
+        kind: computed.drawn(s, getattr(res, kind)[head], in_order[kind][head] if kind in in_order else None)
         for kind in ("attention", "error")
     }
     return {
@@ -237,7 +237,7 @@ def draw_spread(
 
 def token_rows_section(s: ui.Settings, runs: dict[str, Any], results: dict[str, Any], labels: dict[str, str]) -> None:
     """Real input only: pick query tokens and see each method's row errors on them (head shown), on demand."""
-    tokens = s.inputs().tokens
+    tokens = computed.inputs(s).tokens
     if not tokens:
         return
     with ui.on_demand("Row errors of chosen query tokens", "token_rows") as open_:

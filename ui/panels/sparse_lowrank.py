@@ -13,6 +13,7 @@ import core
 import service.views
 import ui
 from core import limits, sparse_lowrank
+from ui import computed
 from ui.controls import sparse_lowrank as controls
 from ui.figures import sparse_lowrank as figs
 from ui.figures.palette import other_colour
@@ -39,7 +40,7 @@ class MapView:
 
     def shown(self, a: np.ndarray, mode: str = "max") -> tuple[np.ndarray, int]:
         """The map as drawn: block-reduced to at most `resolution` per side; returns it and its total block size."""
-        a = self.s.sorted(a)  # display only: cluster order when the sidebar asks for it
+        a = computed.drawn(self.s, a)  # display only: cluster order when the sidebar asks for it
         extra = max(1, -(-a.shape[-1] // self.options.resolution))
         return ui.block_reduce(a, extra, mode), self.factor * extra
 
@@ -76,7 +77,9 @@ def _lsh_support(
     )
     rounds = int(params["rounds"])
     which = controls.round_shown(rounds)
-    buckets = view.s.parts("lsh", {"rounds": rounds, "buckets": params["buckets"]}, ("buckets",)).get("buckets")
+    buckets = computed.parts(view.s, "lsh", {"rounds": rounds, "buckets": params["buckets"]}, ("buckets",)).get(
+        "buckets"
+    )
     cols = st.columns(3)
     for col, name, title, mask in (
         (cols[0], "support_round", f"Support of round {which}", parts["support_rounds"][which - 1].astype(np.float32)),
@@ -105,7 +108,11 @@ def _lsh_support(
 def _bucket_chart(s: ui.Settings, round_buckets: np.ndarray, which: int) -> None:
     """One round's query buckets by position (``round_buckets``: (2, n), queries then keys)."""
     fig = figs.buckets_figure(
-        round_buckets[0], s.inputs().labels, ui.method_colour("lsh"), f"Buckets in round {which}", order=s.order
+        round_buckets[0],
+        computed.inputs(s).labels,
+        ui.method_colour("lsh"),
+        f"Buckets in round {which}",
+        order=computed.cluster_order(s),
     )
     table = {"position": np.arange(s.n), "query_bucket": round_buckets[0], "key_bucket": round_buckets[1]}
     ui.show_figure(fig, "buckets", data=pd.DataFrame(table), key="buckets")
@@ -249,7 +256,7 @@ def rpca_section(s: ui.Settings, exact_head: np.ndarray | None, log_colour: bool
         lambda: limits.check("n", s.n, limits.sizes_up_to(s.n), lambda n: limits.rpca_estimate(n, 1, rpca_steps))
     ):
         with st.spinner("Running robust PCA…"):
-            rp = s.parts("rpca", rpca_params, ("sparse", "low_rank", "attention"))
+            rp = computed.parts(s, "rpca", rpca_params, ("sparse", "low_rank", "attention"))
         cols = st.columns(3)
         for col, name, title, kind in zip(
             cols,
@@ -259,7 +266,7 @@ def rpca_section(s: ui.Settings, exact_head: np.ndarray | None, log_colour: bool
             strict=True,
         ):
             with col:
-                drawn = s.sorted(rp[name])  # full resolution when sorted (Settings.parts), so reduce after sorting
+                drawn = computed.drawn(s, rp[name])  # full resolution when sorted (computed.parts): reduce after
                 fig = ui.heatmap(
                     ui.display(drawn, "absmax" if kind == "error" else "max"),
                     title,

@@ -1,0 +1,81 @@
+"""What a page asks the service for at the sidebar's settings: inputs, exact attention, a method's run and parts, the
+entropy readout, and the display order. ``Settings`` holds; these functions build its views and ask the service
+(cached; heavy work queues in the scheduler with the page's progress bar)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from service import compute, uploads, views
+from ui import page_lifecycle
+from ui.fields import max_heads
+from ui.settings import Settings
+
+
+def inputs(s: Settings) -> compute.InputArrays:
+    """numpy q, k, v (heads, n, d), with the tokens, labels and the real model's attention where they exist."""
+    return compute.load_inputs(s.spec)
+
+
+def exact(s: Settings) -> compute.ExactResult:
+    return compute.exact(s.exact_view())
+
+
+def entropy(s: Settings) -> float:
+    """Mean row entropy of exact attention (nats), averaged over heads: the sidebar's readout."""
+    return float(compute.remembered(s.entropy_view()))
+
+
+def run(s: Settings, method: str, params: dict[str, Any]) -> compute.MethodResult:
+    """One method (cached on every setting); errors are against exact at the same temperature."""
+    return compute.run_method_scheduled(s.method_run(method, params))
+
+
+def parts(
+    s: Settings, method: str, params: dict[str, Any], names: tuple[str, ...], head: int | None = None
+) -> dict[str, np.ndarray]:
+    """Named dense parts of one head of a method's run (the shown head unless ``head``)."""
+    # In cluster order a map must be reordered before any reduction, so up to the cached full size the parts come at
+    # full resolution and the page reduces them after sorting.
+    full = s.by_cluster and compute.block_factor(s.n) > 1 and s.n <= compute.CACHE_FULL_MAX_N
+    view = views.MethodParts(s.method_run(method, params), s.head if head is None else head, tuple(names), not full)
+    return compute.method_parts_scheduled(view)
+
+
+def cluster_order(s: Settings) -> np.ndarray | None:
+    """The display order of the positions: by cluster when "Order positions by cluster" is on (clustered input),
+    else None (position order)."""
+    return compute.cluster_order(s.spec) if s.by_cluster else None
+
+
+def drawn(s: Settings, matrix: np.ndarray, in_cluster_order: np.ndarray | None = None) -> np.ndarray:
+    """``matrix`` (..., n, n) as drawn: rows and columns in cluster order when "Order positions by cluster" is on.
+
+    A full-resolution map is reordered here. A block-reduced one cannot be (its blocks mix clusters): pass the
+    engine's copy reduced in cluster order as ``in_cluster_order``; without one it keeps position order, with a
+    notice.
+    """
+    order = cluster_order(s)
+    if order is None:
+        return matrix
+    if in_cluster_order is not None:
+        return in_cluster_order
+    if matrix.ndim < 2 or matrix.shape[-1] != s.n or matrix.shape[-2] != s.n:
+        page_lifecycle.notice(
+            "**Order positions by cluster**: a map reduced before drawing keeps the real positions "
+            f"(n = {s.n}); lower n to see it sorted."
+        )
+        return matrix
+    return compute.reorder(matrix, order)
+
+
+def with_every_uploaded_head(s: Settings) -> Settings:
+    """These settings on every head of the uploaded file (within the dense views' head limit at this n): for pages
+    that hide the heads control but place heads one by one. Other inputs are returned unchanged."""
+    if s.spec.source != "upload":
+        return s
+    heads = min(int(uploads.describe(s.spec.upload)["heads"]), max_heads(s.n))
+    return replace(s, spec=s.spec.replace(heads=heads))
