@@ -13,6 +13,8 @@ Nothing here runs for a visitor without ``room=``.
 from __future__ import annotations
 
 import html
+import threading
+import time
 import urllib.parse
 from typing import Any
 
@@ -100,6 +102,7 @@ def begin(url_path: str) -> None:
     except rooms.RoomError as error:
         st.error(f"**Room**: {error}", icon=":material/groups:")
         st.session_state.pop(_SESSION, None)
+        _states.pop(str(raw), None)
         return
     key = plain_param(KEY_KEY)
     mine = session()
@@ -120,7 +123,7 @@ def begin(url_path: str) -> None:
         _follow(room, mine, url_path)
     mine["version"] = room.version
     st.html(STUDENT_CSS)
-    _student_bar(room.code)
+    _student_bar(room, mine)
 
 
 def _open_new() -> None:
@@ -193,32 +196,62 @@ def _teacher_bar(room: rooms.RoomState) -> None:
         st.session_state["_ae_room_slot"] = st.container()
 
 
-def _student_bar(code: str) -> None:
+def _student_bar(room: rooms.RoomState, mine: dict[str, Any]) -> None:
+    """The room's bar, drawn by the page run (a click in it reruns the page); the poll below draws nothing."""
     with st.container(border=True, key="ae_room"):
-        _student_poll(code)
+        cols = st.columns([3, 1], vertical_alignment="center")
+        if mine["following"]:
+            cols[0].markdown(f"**Room {room.code}** · following the teacher")
+            cols[1].button("Leave to explore", key="ae_room_leave", on_click=_set_following, args=(False,))
+        else:
+            cols[0].markdown(f"**Room {room.code}** · exploring on your own")
+            cols[1].button("Rejoin", key="ae_room_rejoin", type="primary", on_click=_set_following, args=(True,))
+        if room.question_id:
+            _student_question(room, mine)
+        mine["question"] = _question_key(room)
+        _student_poll(room.code)
+
+
+def _question_key(room: rooms.RoomState) -> tuple[str, bool]:
+    return (room.question_id, room.revealed)
+
+
+# One read of a room's state per replica and STATE_TTL_S, whatever the number of students polling it.
+STATE_TTL_S = 0.25
+_states: dict[str, tuple[float, rooms.RoomState]] = {}
+_states_lock = threading.Lock()
+
+
+def shared_state(code: str) -> rooms.RoomState:
+    now = time.monotonic()
+    with _states_lock:
+        found = _states.get(code)
+        if found is not None and now - found[0] < STATE_TTL_S:
+            return found[1]
+    room = rooms.state(code)
+    with _states_lock:
+        if len(_states) > 1000:
+            _states.clear()
+        _states[code] = (now, room)
+    return room
 
 
 @st.fragment(run_every=POLL_S)
 def _student_poll(code: str) -> None:
+    """Every POLL_S: follow the teacher's move, or rerun the page when the question opened, closed or was revealed.
+    It draws nothing, so a poll costs a state read (shared by the replica's students) and an empty fragment run."""
     mine = session()
     if mine is None or mine.get("code") != code:
         return
     try:
-        room = rooms.state(code)
-    except rooms.RoomError as error:
-        st.error(f"**Room**: {error}")
+        room = shared_state(code)
+    except rooms.RoomError:
+        st.rerun(scope="app")  # the page run says why
         return
     if mine["following"] and mine["version"] != room.version:
         _follow(room, mine, "")
-    cols = st.columns([3, 1], vertical_alignment="center")
-    if mine["following"]:
-        cols[0].markdown(f"**Room {code}** · following the teacher")
-        cols[1].button("Leave to explore", key="ae_room_leave", on_click=_set_following, args=(False,))
-    else:
-        cols[0].markdown(f"**Room {code}** · exploring on your own")
-        cols[1].button("Rejoin", key="ae_room_rejoin", type="primary", on_click=_set_following, args=(True,))
-    if room.question_id:
-        _student_question(room, mine)
+    if _question_key(room) != mine.get("question"):
+        st.rerun(scope="app")
 
 
 def _set_following(following: bool) -> None:
