@@ -138,3 +138,17 @@ def test_rooms_per_hour_are_bounded(store: str, monkeypatch: pytest.MonkeyPatch)
     with pytest.raises(rooms.RoomError, match="Too many rooms"):
         rooms.create(now=1e9)
     rooms.create(now=1e9 + 3600)  # the next hour
+
+
+def test_the_benchmark_table_says_whether_the_targets_are_met() -> None:
+    from benchmarks import rooms as bench
+
+    result = {
+        "students": 60, "replicas": 2, "joined": 60, "moves": 5, "follow_p50_s": 0.5, "follow_p95_s": 1.2,
+        "shown_p50_s": 0.6, "shown_p95_s": 1.4, "shown_max_s": 1.9, "not_followed": 0, "errors": 0, "idle_s": 20.0,
+        "idle_cpu_per_replica_core": [0.03, 0.04], "machine": "test", "commit": "abc",
+    }  # fmt: skip
+    table = bench.markdown(result, "python -m benchmarks.rooms")
+    assert table.count("| met |") == 2 and "NOT met" not in table
+    slow = bench.markdown(result | {"shown_p95_s": 2.5, "idle_cpu_per_replica_core": [0.03, 0.2]}, "x")
+    assert slow.count("NOT met") == 2 and "20.0 %" in slow
