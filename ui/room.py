@@ -46,6 +46,18 @@ STUDENT_CSS = """<style>
 </style>"""
 
 
+# The teacher's presenter view: the room's box (code, live counts, Reveal) lifted under the title with the lesson's box,
+# compact, so the chart still shows on a 1280 x 720 projector.
+TEACHER_PRESENTER_CSS = """<style>
+:has(> .st-key-ae_room) {order: -3;}
+.st-key-ae_room {gap: 0.15rem; padding: 0.35rem 0.8rem !important;}
+.st-key-ae_room p, .st-key-ae_room a {font-size: 0.74rem; line-height: 1.35; margin: 0 !important;}
+.st-key-ae_room [data-testid="stAlert"] > div {padding: 0.3rem 0.8rem;}
+.st-key-ae_room [data-testid="stPopover"] button, .st-key-ae_room [data-testid="stBaseButton-primary"]
+  {min-height: 0; padding: 0.1rem 0.6rem;}
+</style>"""
+
+
 def session() -> dict[str, Any] | None:
     """This session's room (code, key for a teacher, student id, following, version seen), or None."""
     return st.session_state.get(_SESSION)
@@ -180,13 +192,17 @@ def _unbind_widgets() -> None:
 
 
 def _teacher_bar(room: rooms.RoomState) -> None:
+    from ui.url_params import presenter_on
+
+    if presenter_on():
+        st.html(TEACHER_PRESENTER_CSS)
     link = _student_url(room.code)
     with st.container(border=True, key="ae_room"):
         cols = st.columns([3, 1], vertical_alignment="center")
         cols[0].markdown(
-            f"**Room {room.code}**: students open "
+            f"**Room {room.code}** · students open "
             f'<a href="{html.escape(link, quote=True)}" target="_blank">{html.escape(link)}</a> '
-            "and follow this page. Only this link (with its key) moves the room; keep it to yourself.",
+            "· only this link moves the room",
             unsafe_allow_html=True,
         )
         with cols[1].popover("QR code", icon=":material/qr_code_2:"):
@@ -311,16 +327,11 @@ def _reveal_box(room: rooms.RoomState) -> None:
     counts = rooms.counts(room)
     measured = room.question.get("measured", "")
     total = sum(counts.values())
-    lines = [
-        f"- {'**' if value == measured else ''}{label}{'** ← measured' if value == measured else ''}: "
-        f"{counts.get(value, 0)} of {total}"
-        for value, label in room.question.get("choices", [])
-    ]
-    st.success(
-        f"**The page measured: {_choice_label(room, measured) if measured else 'not yet computed'}**. "
-        "The class answered:\n" + "\n".join(lines),
-        icon=":material/visibility:",
+    answered = " · ".join(
+        f"{label}: {counts.get(value, 0)} of {total}" for value, label in room.question.get("choices", [])
     )
+    shown = _choice_label(room, measured) if measured else "not yet computed"
+    st.success(f"**The page measured: {shown}**. The class answered: {answered}.", icon=":material/visibility:")
 
 
 # ------------------------------------------------------------------ end of a teacher's run
@@ -373,20 +384,13 @@ def _teacher_question(code: str) -> None:
     if not room.question_id or mine is None:
         return
     counts = rooms.counts(room)
-    st.markdown(f"**Question to the class:** {room.question['text']}")
-    cols = st.columns(len(counts) + 1)
-    for col, (value, label) in zip(cols, room.question["choices"], strict=False):
-        col.metric(f"Votes: {label}", counts.get(value, 0), border=True)
-    with cols[-1]:
-        if not room.revealed:
-            st.button(
-                "Reveal",
-                key="ae_room_reveal",
-                type="primary",
-                icon=":material/visibility:",
-                on_click=_reveal,
-                args=(code,),
-            )
+    votes = " · ".join(f"{label}: **{counts.get(value, 0)}**" for value, label in room.question["choices"])
+    cols = st.columns([5, 1], vertical_alignment="center")
+    cols[0].markdown(f"**Question to the class:** {room.question['text']}  \nVotes · {votes}")
+    if not room.revealed:
+        cols[1].button(
+            "Reveal", key="ae_room_reveal", type="primary", icon=":material/visibility:", on_click=_reveal, args=(code,)
+        )
     problem = st.session_state.pop("_ae_room_problem", None)
     if problem:
         st.error(problem)
