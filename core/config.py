@@ -169,13 +169,6 @@ class AppConfig(BaseSettings):
         "a positive number of hours",
         "24",
     )
-    room_hours: Seconds = _declare(
-        4.0,
-        "How long a class room (`?room=new`) lasts after it is opened; its code then says that it has expired.",
-        "hours",
-        "a positive number of hours",
-        "4",
-    )
     slots: SlotCount | None = _declare(
         None,
         "How many heavy jobs the process-wide scheduler runs at once.",

@@ -60,7 +60,7 @@ def test_a_room_expires(store: str, monkeypatch: pytest.MonkeyPatch) -> None:
     rooms.state(room.code, now=now + 3.9 * 3600)
     with pytest.raises(rooms.RoomError, match="expired"):
         rooms.state(room.code, now=now + 4 * 3600 + 1)
-    monkeypatch.setenv("ATTN_EXPLORER_ROOM_HOURS", "0.5")
+    monkeypatch.setattr(rooms, "ROOM_HOURS", 0.5)
     short = rooms.create()
     with pytest.raises(rooms.RoomError, match="0.5 hours"):
         rooms.state(short.code, now=rooms.state(short.code).created + 1801)
