@@ -22,7 +22,7 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from service import rooms
-from ui import page_registry
+from ui import page_registry, streamlit_compat
 from ui.url_params import FOLLOW_KEY, plain_param
 
 ROOM_KEY = "room"
@@ -177,18 +177,8 @@ def _follow(room: rooms.RoomState, mine: dict[str, Any], here: str) -> None:
     for key, value in pairs:
         params.setdefault(key, []).append(value)
     params[ROOM_KEY] = [room.code]
-    _unbind_widgets()
+    streamlit_compat.release_query_bindings()  # switch_page refuses to set a URL parameter bound to a widget
     st.switch_page(_script(room.page), query_params=params)
-
-
-def _unbind_widgets() -> None:
-    """Release this page's widget bindings to URL parameters: switch_page refuses to set a bound parameter, and the
-    teacher's query sets the values those widgets start from on the new run."""
-    from ui import streamlit_compat
-
-    with streamlit_compat.session_state().query_params() as params:
-        for widget_id in list(getattr(params, "_bindings_by_widget", {})):
-            params.unbind_widget(widget_id)
 
 
 def _teacher_bar(room: rooms.RoomState) -> None:
