@@ -33,6 +33,14 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "--quick --out /tmp/bench",
     ),
     Benchmark(
+        "benchmarks.rooms",
+        "a class in one room: 60 students (protocol clients) follow a teacher over 2 replicas sharing a cache folder; "
+        "p95 from the teacher's move to the student's page, errors, CPU per replica while the room idles",
+        "python -m benchmarks.rooms",
+        "rooms.{md,json}",
+        "--quick --out /tmp/bench",
+    ),
+    Benchmark(
         "benchmarks.load_cluster",
         "single-host replicas against the many-host layout on loopback (Redis, Dask workers, replicas behind nginx): "
         "80 sessions on one link, 40 distinct, a light page beside a heavy job, CPU of replicas and workers",

@@ -6,6 +6,9 @@
 ``--lessons`` writes ``assets/screenshots/lessons/<lesson>_<step>.png`` (the committed copies): each step opened from
 its own link with ``present=1``, the first screen of a projector.
 
+``--rooms`` writes ``assets/screenshots/rooms/``: a class room's teacher in presenter view at 1280 x 720 with the
+lesson step's question open (three students answered), the same after Reveal, and a student's phone (390 x 844).
+
 Each path is opened after the previous one on the same server; file names come from the path ("/" -> home.png).
 """
 
@@ -22,6 +25,45 @@ sys.path.insert(0, str(REPO_ROOT))
 from tests.browser.helpers import CHROMIUM, CHROMIUM_ARGS, streamlit_server, wait_for_app  # noqa: E402
 
 LESSON_SHOTS = REPO_ROOT / "assets" / "screenshots" / "lessons"
+ROOM_SHOTS = REPO_ROOT / "assets" / "screenshots" / "rooms"
+
+
+def room_shots(out: Path) -> None:
+    """A room on the temperature lesson's step 2: the teacher's presenter view, question open and revealed."""
+    import os
+    import tempfile
+
+    from playwright.sync_api import expect, sync_playwright
+
+    os.environ["ATTN_EXPLORER_CACHE_DIR"] = tempfile.mkdtemp(prefix="room-shots-")  # the server and this process
+    os.environ.pop("ATTN_EXPLORER_CACHE_URL", None)
+    from service import rooms
+    from ui import lessons
+
+    lesson = lessons.lessons()["temperature"]
+    room = rooms.create()
+    out.mkdir(parents=True, exist_ok=True)
+    with streamlit_server() as server, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=list(CHROMIUM_ARGS))
+        teacher = browser.new_page(viewport={"width": 1280, "height": 720})
+        teacher.goto(f"{server.url}/{lesson.step_url(1).removeprefix('./')}&present=1&room={room.code}&key={room.key}")
+        wait_for_app(teacher)
+        for student, choice in (("a", "lsh"), ("b", "lsh"), ("c", "performer")):
+            rooms.answer(room.code, student, choice)
+        teacher.wait_for_timeout(2500)  # the live counts
+        teacher.screenshot(path=str(out / "teacher_question.png"))
+        phone = browser.new_page(viewport={"width": 390, "height": 844}, is_mobile=True)
+        phone.goto(f"{server.url}/?room={room.code}")
+        phone.wait_for_url("**/Compare?**", timeout=60_000)
+        wait_for_app(phone)
+        phone.wait_for_timeout(2000)
+        phone.screenshot(path=str(out / "student_phone.png"))
+        teacher.get_by_role("button", name="Reveal").click()
+        expect(teacher.get_by_text("The page measured")).to_be_visible(timeout=10_000)
+        teacher.wait_for_timeout(1000)
+        teacher.screenshot(path=str(out / "teacher_revealed.png"))
+        browser.close()
+    print(f"wrote {out}")
 
 
 def file_name(path: str) -> str:
@@ -43,7 +85,11 @@ def main() -> int:
     )
     parser.add_argument("--name", action="append", default=[], help="file name for each path, in order")
     parser.add_argument("--lessons", action="store_true", help="every lesson step in presenter view at 1280 x 720")
+    parser.add_argument("--rooms", action="store_true", help="a class room's teacher and student, see above")
     args = parser.parse_args()
+    if args.rooms:
+        room_shots(ROOM_SHOTS)
+        return 0
     if args.lessons:
         from ui import lessons
 

@@ -44,6 +44,11 @@ def _valid() -> dict[str, object]:
         (lambda d: d.update(order=True), "'order'"),
         (lambda d: d.update(order=0), "'order'"),
         (lambda d: d.update(order="1"), "'order'"),
+        (lambda d: d["steps"][0].update(question="Which?"), "'question' must be a table"),
+        (lambda d: d["steps"][0].update(question={"text": "Q", "choices": ["lsh"]}), "2 to 6 different"),
+        (lambda d: d["steps"][0].update(question={"text": "Q", "choices": ["lsh", "lsh"]}), "2 to 6 different"),
+        (lambda d: d["steps"][0].update(question={"text": "", "choices": ["lsh", "a"]}), "'text'"),
+        (lambda d: d["steps"][0].update(question={"text": "Q", "choices": ["a", "b"], "pick": "best"}), "'pick'"),
     ],
 )
 def test_invalid_lessons_are_refused_with_the_field_named(change, fragment: str) -> None:  # type: ignore[no-untyped-def]
@@ -106,3 +111,16 @@ def test_every_lesson_step_opens_without_exception(lesson_id: str, index: int, o
     notices = "\n".join(w.value for w in at.warning)
     assert "unknown URL parameter" not in notices, notices
     assert "matched no control" not in notices, notices
+
+
+def test_three_lessons_ask_the_class_a_question_the_page_answers() -> None:
+    asking = {lid for lid, lesson in lessons.lessons().items() if any(step.question for step in lesson.steps)}
+    assert len(asking) >= 3, asking
+    question = lessons.StepQuestion("Q", ("lsh", "performer"))
+    labels = dict(question.labelled_choices())
+    # The measured answer comes from the page's tiles: no tile (not drawn yet) means no answer, never a guess.
+    assert question.measured({labels["lsh"]: "0.412"}) == ""
+    assert question.measured({labels["lsh"]: "0.412", labels["performer"]: "0.980"}) == "lsh"
+    assert question.measured({labels["lsh"]: "0.990", labels["performer"]: "0.301 ± 0.010"}) == "performer"
+    highest = lessons.StepQuestion("Q", ("lsh", "performer"), pick="highest")
+    assert highest.measured({labels["lsh"]: "0.412", labels["performer"]: "0.980"}) == "performer"

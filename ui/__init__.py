@@ -295,6 +295,10 @@ def page(title: str, icon: str = ":material/insights:", url_path: str | None = N
     else:
         st.title(title)
     page_state = page_lifecycle.begin_page(title, url_path if url_path is not None else title.replace(" ", "_"))
+    if url_params.plain_param(url_params.ROOM_KEY) is not None or "_ae_room" in st.session_state:
+        from ui import room
+
+        room.begin(page_state.url_path)
     lessons.lesson_panel(url_params.plain_param(url_params.GUIDE_KEY), url_params.plain_param(url_params.STEP_KEY))
     return page_state
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ui import page_registry
-from ui.step_claims import Claim, ClaimError, parse_claims
+from ui.step_claims import Claim, ClaimError, parse_claims, tile_number
 
 LESSON_DIR = Path(__file__).resolve().parent.parent / "assets" / "lessons"
 GUIDE_KEY = "guide"
@@ -34,6 +34,41 @@ class LessonError(ValueError):
     """A lesson file that cannot be used; the message names the file and the field."""
 
 
+QUESTION_PICKS = ("lowest", "highest")
+
+
+@dataclass(frozen=True)
+class StepQuestion:
+    """A step's predict-then-reveal question. Its choices are tiles the step's page shows (a method's registry name
+    or a tile's label, as in claims); the measured answer is the choice whose tile shows the lowest (or highest)
+    number in the page's own run, never a constant."""
+
+    text: str
+    choices: tuple[str, ...]
+    pick: str = "lowest"
+
+    def label(self, choice: str) -> str:
+        from core import registry
+
+        methods = registry.methods()
+        return methods[choice].label if choice in methods else choice
+
+    def labelled_choices(self) -> tuple[tuple[str, str], ...]:
+        return tuple((choice, self.label(choice)) for choice in self.choices)
+
+    def measured(self, tiles: dict[str, str]) -> str:
+        """The choice the page's tiles pick, or "" while one of them is not drawn (or shows no number)."""
+        numbers = {}
+        for choice in self.choices:
+            shown = tiles.get(self.label(choice))
+            number = tile_number(shown) if shown is not None else None
+            if number is None:
+                return ""
+            numbers[choice] = number
+        chosen = min if self.pick == "lowest" else max
+        return chosen(numbers, key=lambda choice: numbers[choice])
+
+
 @dataclass(frozen=True)
 class Step:
     title: str
@@ -45,6 +80,7 @@ class Step:
     # What the step's view shows, checked against the page's own numbers (ui/step_claims.py); or why it cannot be.
     claims: tuple[Claim, ...] = ()
     no_claim: str = ""
+    question: StepQuestion | None = None  # predict, then reveal (a class room shows it: ui/room.py)
 
 
 @dataclass(frozen=True)
@@ -99,6 +135,25 @@ def _params(raw: Any, where: str) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
+def _question(raw: Any, where: str) -> StepQuestion | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise LessonError(f"{where}: 'question' must be a table with text, choices and pick")
+    choices = raw.get("choices")
+    if (
+        not isinstance(choices, list)
+        or not 2 <= len(choices) <= 6
+        or not all(isinstance(c, str) and c.strip() and len(c) <= 80 for c in choices)
+        or len(set(choices)) != len(choices)
+    ):
+        raise LessonError(f"{where}: question 'choices' must be 2 to 6 different tiles (method names or tile labels)")
+    pick = raw.get("pick", "lowest")
+    if pick not in QUESTION_PICKS:
+        raise LessonError(f"{where}: question 'pick' must be one of {QUESTION_PICKS}")
+    return StepQuestion(text=_text(raw, "text", f"{where}, question", 200), choices=tuple(choices), pick=pick)
+
+
 def parse_lesson(lesson_id: str, raw: dict[str, Any]) -> Lesson:
     """Validate one lesson's TOML data; raises LessonError naming the field."""
     where = f"lesson '{lesson_id}'"
@@ -137,6 +192,7 @@ def parse_lesson(lesson_id: str, raw: dict[str, Any]) -> Lesson:
                 claims=claims,
                 no_claim=no_claim,
                 focus=focus,
+                question=_question(item.get("question"), at),
             )
         )
     order = raw.get("order")

@@ -240,10 +240,19 @@ def finish_page() -> None:
     if not state.share_drawn:
         draw_share_link(state)
     _render_upload(state)
+    _publish_room(state)
     state.footer_fragment = _fragment_id()
     # A fragment rerun reuses this state: its URL values were applied in this run and must not be re-applied.
     state.first_run = False
     state.finished = True
+
+
+def _publish_room(state: PageState, draw: bool = True) -> None:
+    """A class room's teacher: publish this page, its settings and its lesson step (ui/room.py)."""
+    if "_ae_room" in st.session_state:
+        from ui import room
+
+        room.finish(state.url_path, query_string(state), draw)
 
 
 def _cache_backend_notice(session: dict[str, Any]) -> None:
@@ -282,6 +291,8 @@ def finish_fragment(share: bool = True) -> None:
     footer = state.footer_fragment is not None and state.footer_fragment == _fragment_id()
     if share or footer:
         draw_share_link(state)
+    if share and state.finished:  # a fragment rerun: the full run drew the room's panel
+        _publish_room(state, draw=False)
     if footer:
         _render_upload(state)
 

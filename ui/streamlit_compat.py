@@ -72,6 +72,10 @@ INTERNALS: dict[str, tuple[str, str]] = {
         "streamlit",
         "the session's QueryParams (ui/url_params.py)",
     ),
+    "streamlit.runtime.state.query_params.QueryParams.unbind_widget": (
+        "streamlit",
+        "releasing widgets' URL bindings before a class room's student follows the teacher (ui/room.py)",
+    ),
     "streamlit.runtime.state.query_params.QueryParams._initial_query_params": (
         "streamlit",
         "rewriting a URL value before its widget exists (ui/url_params.py)",
@@ -134,6 +138,13 @@ def session_state() -> Any:
     from streamlit.runtime.state.session_state_proxy import get_session_state
 
     return get_session_state()
+
+
+def release_query_bindings() -> None:
+    """Unbind every widget of this session from its URL parameter: ``st.switch_page`` refuses to set a bound one."""
+    with session_state().query_params() as params:
+        for widget_id in list(getattr(params, "_bindings_by_widget", {})):
+            params.unbind_widget(widget_id)
 
 
 def initial_query_params(query_params: Any) -> dict[str, list[str]] | None:

@@ -8,6 +8,7 @@ label in bold and the offending value, cut short, in a code span).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -25,7 +26,10 @@ PRESENT_KEY = "present"  # presenter view (large fonts, no sidebar)
 FOCUS_KEY = "focus"  # the figure (its show_figure key) a presenter view shows first, e.g. a lesson step's picture
 # Plain keys whose raw values the share link carries as they are (when they are short and plain).
 CARRIED_KEYS = (GUIDE_KEY, STEP_KEY, PRESENT_KEY, FOCUS_KEY)
-PLAIN_KEYS = (LESSON_KEY, HIDE_KEY, *CARRIED_KEYS)
+ROOM_KEY = "room"  # a class room's code, or "new" (ui/room.py); never in a share link
+ROOM_SECRET_KEY = "key"  # the room's teacher key: only the teacher's own link carries it
+FOLLOW_KEY = "follow"  # follow=0: a student in the room exploring on their own
+PLAIN_KEYS = (LESSON_KEY, HIDE_KEY, *CARRIED_KEYS, ROOM_KEY, ROOM_SECRET_KEY, FOLLOW_KEY)
 # Values in notices are cut to this many characters (hostile URLs can be long).
 NOTICE_VALUE_CHARS = 40
 MAX_TEXT_CHARS = 4000
@@ -91,16 +95,35 @@ def presenter_on() -> bool:
 
 
 def keep_presenter(href: str) -> str:
-    """A link to a view of this app that keeps the presenter view: ``present=1`` added when this page has it.
+    """A link to a view of this app that keeps the presenter view: ``present=1`` added when this page has it; and a
+    class room (``room=``, the teacher's ``key``, ``follow=0`` for a student exploring on their own).
 
     Every in-app link goes through here (Home's presets, lessons and pages, a lesson's Next and Previous, the sidebar,
     links between pages), so a class on a projector stays in the projector layout whatever it follows.
     """
-    if not presenter_on():
+    extra = [(PRESENT_KEY, "1")] if presenter_on() else []
+    extra += room_pairs()
+    if not extra:
         return href
     base, _, query = href.partition("?")
-    pairs = [part for part in query.split("&") if part and part.split("=", 1)[0] != PRESENT_KEY]
-    return base + "?" + "&".join([*pairs, f"{PRESENT_KEY}=1"])
+    names = {name for name, _ in extra}
+    pairs = [part for part in query.split("&") if part and part.split("=", 1)[0] not in names]
+    return base + "?" + "&".join([*pairs, *(f"{name}={value}" for name, value in extra)])
+
+
+def room_pairs() -> list[tuple[str, str]]:
+    """The class room this page is in, as URL pairs for its links (ui/room.py); none outside a room."""
+    room = plain_param(ROOM_KEY)
+    if room is None or not re.fullmatch(r"[A-Za-z0-9]{6}", room.strip()):
+        return []
+    pairs = [(ROOM_KEY, room.strip())]
+    key = plain_param(ROOM_SECRET_KEY)
+    if key and re.fullmatch(r"[A-Za-z0-9_-]{20,100}", key):
+        pairs.append((ROOM_SECRET_KEY, key))
+    mine = st.session_state.get("_ae_room")
+    if isinstance(mine, dict) and not mine.get("following", True) and "key" not in mine:
+        pairs.append((FOLLOW_KEY, "0"))
+    return pairs
 
 
 # ------------------------------------------------------------------ parsing values
