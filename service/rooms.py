@@ -23,8 +23,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-# One line to change when ui/result_cache.py moves to service/.
-from ui import result_cache as _result_cache
+from service import result_cache as _result_cache
 
 ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: readable off a projector
 CODE_LENGTH = 6
