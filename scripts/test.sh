@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up .venv on first use (requirements.txt + requirements-dev.txt), then run every check:
 # ruff lint, ruff format check, mypy on core/, service/ and ui/, the import contracts (lint-imports), and the whole
-# pytest suite (browser tests included).
+# pytest suite (browser tests included) in two parts.
 # Extra arguments go to pytest, e.g. ./scripts/test.sh -k budget -x
 # Exits non-zero when any step fails; every step runs either way so one report shows all failures.
 set -euo pipefail
@@ -30,7 +30,29 @@ run_step "ruff check" ruff check .
 run_step "ruff format" ruff format --check .
 run_step "mypy" mypy core service ui
 run_step "import contracts" lint-imports
-run_step "pytest" python -m pytest "$@"
+# pytest in two parts (tests/conftest.py, --part): first the tests that may share the machine, on PYTEST_WORKERS
+# pytest-xdist workers (default 2, one per core; each worker takes whole files, so a file's module fixtures start once),
+# then, alone, the ones that time work or count CPU and memory (SERIAL_FILES in tests/conftest.py, marker serial).
+# PYTEST_WORKERS=0 runs the whole suite in one serial pytest. Given extra arguments, a part that selects no test
+# (pytest's exit status 5) passes.
+pytest_part() {
+    local part=$1 status=0
+    shift
+    python -m pytest --part "$part" "$@" || status=$?
+    if [ "$status" -eq 5 ] && [ "$PYTEST_EXTRA_ARGS" -gt 0 ]; then
+        echo "==> no test of the $part part among the arguments"
+        return 0
+    fi
+    return "$status"
+}
+PYTEST_EXTRA_ARGS=$#
+workers="${PYTEST_WORKERS:-2}"
+if [ "$workers" = 0 ]; then
+    run_step "pytest" python -m pytest "$@"
+else
+    run_step "pytest, parallel part" pytest_part parallel -n "$workers" --dist loadfile "$@"
+    run_step "pytest, serial part" pytest_part serial "$@"
+fi
 
 if [ ${#failed[@]} -gt 0 ]; then
     echo "==> FAILED: ${failed[*]}"

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pytest
 import torch
+from suite_parts import PARTS, is_serial
 
 if TYPE_CHECKING:  # imported where used: engine-only test runs need not load Streamlit
     from streamlit.testing.v1 import AppTest
@@ -26,10 +27,19 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 APPTEST_TIMEOUT_S = 240
 
 # Tests never read or fill the app's own result cache: a fresh shared-cache directory per test run, removed when the
-# run ends (a full run leaves about 300 MB there; left behind, repeated runs filled the disk).
-if "ATTN_EXPLORER_CACHE_DIR" not in os.environ:
-    _run_cache_dir = tempfile.mkdtemp(prefix="attn-explorer-test-cache-")
+# run ends (a full run leaves about 300 MB there; left behind, repeated runs filled the disk). Under pytest-xdist each
+# worker makes its own (the one the controller made is in the inherited environment, marked by _RUN_CACHE_MARK), so a
+# worker's tests see the same cache a serial run of them would: nothing another worker computed meanwhile.
+_RUN_CACHE_MARK = "ATTN_TESTS_RUN_CACHE_DIR"  # not ATTN_EXPLORER_*: core.config refuses undeclared names of its own
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+if "ATTN_EXPLORER_CACHE_DIR" not in os.environ or (
+    _WORKER and os.environ.get(_RUN_CACHE_MARK) == os.environ["ATTN_EXPLORER_CACHE_DIR"]
+):
+    _run_cache_dir = tempfile.mkdtemp(
+        prefix=f"attn-explorer-test-cache-{_WORKER}-" if _WORKER else "attn-explorer-test-cache-"
+    )
     os.environ["ATTN_EXPLORER_CACHE_DIR"] = _run_cache_dir
+    os.environ[_RUN_CACHE_MARK] = _run_cache_dir
     atexit.register(shutil.rmtree, _run_cache_dir, ignore_errors=True)
 # No work done ahead in the background (service/prefetch.py) while other tests count computations or swap cache folders;
 # tests/test_prefetch.py turns it on for itself.
@@ -52,6 +62,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="torch's default device for the run (torch.set_default_device), e.g. cuda: the GPU check runs the "
         "engine tests with it, so the inputs that core.data and random_qkv draw (on the CPU, seeded) live there",
     )
+    parser.addoption(
+        "--part",
+        choices=PARTS,
+        default="all",
+        help="which part of the suite to run: all (default); parallel, the tests that may share the machine with "
+        "other tests (scripts/test.sh runs them under pytest-xdist); serial, the rest (marker serial, or a file in "
+        "tests/suite_parts.py's SERIAL_FILES), which scripts/test.sh runs alone afterwards. The two together are all",
+    )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """--part: keep only the parallel or the serial part (tests/suite_parts.py); trylast, after tests/browser/
+    marks its items."""
+    part = config.getoption("--part", default="all")
+    if part == "all":
+        return
+    keep = [item for item in items if is_serial(item, REPO_ROOT) == (part == "serial")]
+    dropped = [item for item in items if is_serial(item, REPO_ROOT) != (part == "serial")]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -288,6 +288,7 @@ def test_chunking_benchmark_times_both_chunk_sizes_on_the_same_numbers(tmp_path:
     assert "| sweep | 512 | 4 | 12 |" in (tmp_path / "chunking_cpu_quick.md").read_text()
 
 
+@pytest.mark.serial  # a measured sweep must stay under the server's estimate: alone on the machine (suite_parts.py)
 def test_limits_calibration_benchmark_puts_both_estimates_beside_a_measured_sweep(tmp_path: Path) -> None:
     from benchmarks import limits_calibration
 

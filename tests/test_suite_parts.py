@@ -1,0 +1,58 @@
+"""scripts/test.sh runs pytest in two parts (tests/conftest.py's --part): the parallel part under pytest-xdist, then
+the serial part alone. Together they must be the whole suite, and neither may lose a test to the other."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from suite_parts import SERIAL_FILES
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+# One serial file, one plain engine file, one parallel browser file and one serial browser file.
+SAMPLE = [
+    "tests/test_limits.py",
+    "tests/test_palette.py",
+    "tests/browser/test_share_box.py",
+    "tests/browser/test_proxy.py",
+]
+
+
+def collected(*args: str) -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args, *SAMPLE],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTEST_ADDOPTS": ""},
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return {line for line in done.stdout.splitlines() if "::" in line}
+
+
+def test_every_serial_file_exists() -> None:
+    for path, reason in SERIAL_FILES.items():
+        assert (REPO_ROOT / path).is_file(), path
+        assert reason, path
+
+
+def test_the_two_parts_are_disjoint_and_together_the_whole_suite() -> None:
+    everything = collected()
+    parallel = collected("--part", "parallel")
+    serial = collected("--part", "serial")
+    assert parallel and serial
+    assert not parallel & serial
+    assert parallel | serial == everything
+    assert {test.split("::")[0] for test in serial} == {p for p in SAMPLE if p in SERIAL_FILES}
+
+
+def test_the_check_runs_both_parts() -> None:
+    test_sh = (Path(REPO_ROOT) / "scripts" / "test.sh").read_text()
+    assert 'pytest_part parallel -n "$workers" --dist loadfile "$@"' in test_sh
+    assert 'pytest_part serial "$@"' in test_sh
+    requirements = (Path(REPO_ROOT) / "requirements-dev.txt").read_text().splitlines()
+    assert any(line.startswith("pytest-xdist==") for line in requirements)
