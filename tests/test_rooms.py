@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from ci_env import unavailable
 
 from service import rooms
 from tests.redis_server import RedisServer, redis_server_binary
@@ -25,7 +26,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.Mo
     try:
         redis_server_binary()
     except Exception:  # noqa: BLE001
-        pytest.skip("no redis-server")
+        unavailable("the Redis room store needs Debian's redis-server (apt-get install -y redis-server)")
     server = RedisServer().start()
     monkeypatch.setenv("ATTN_EXPLORER_CACHE_URL", server.url)
     try:
