@@ -31,7 +31,7 @@ export default function ({ data, parentElement, setTriggerValue }) {
   poll.url = `_room/${encodeURIComponent(data.code)}/version`;  // relative: a proxy's path prefix stays
   if (!poll.timer) {
     poll.timer = setInterval(async () => {
-      if (poll.busy || document.hidden && poll.hiddenSkip++ % 5) return;  // a hidden tab asks every 5 s
+      if (poll.busy) return;  // one request at a time (a hidden tab's timer is slowed by the browser itself)
       poll.busy = true;
       try {
         const response = await fetch(poll.url, { cache: "no-store", credentials: "same-origin" });
@@ -51,7 +51,6 @@ export default function ({ data, parentElement, setTriggerValue }) {
         poll.busy = false;
       }
     }, data.interval_ms);
-    poll.hiddenSkip = 0;
   }
   return () => { clearInterval(poll.timer); poll.timer = null; };
 }
