@@ -1,8 +1,10 @@
 """A class in one room at scale: N students (protocol clients, as benchmarks/load.py's) follow one teacher over two
 replicas that share one cache folder.
 
-Each student opens ``/?room=<code>`` over Streamlit's websocket and behaves as the browser does: it re-runs the room's
-poll fragment whenever the server asks (``auto_rerun``, every ``ui.room.POLL_S``). The teacher moves the room
+Each student opens ``/?room=<code>`` over Streamlit's websocket and behaves as the browser does with the room's poll
+(``ui/room_poll.py``): every ``POLL_MS`` it asks its replica ``GET /_room/<code>/version`` over one kept-alive HTTP
+connection, and reruns the page only when the revision is past the one its last page run drew (the component's
+``seen``); it still answers a fragment's ``auto_rerun`` if the server asks for one. The teacher moves the room
 (``service.rooms.move``, what the teacher's page writes at the end of its run) between two temperatures of Compare; for
 each move and student the benchmark times
 
@@ -20,7 +22,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import random
 import re
 import shutil
 import tempfile
@@ -34,6 +38,7 @@ from typing import Any
 from benchmarks import harness
 from benchmarks.load import percentile, stream_url
 from deploy import processes
+from ui import room_poll
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results"
@@ -52,6 +57,8 @@ class Student:
     shown_at: dict[str, float] = field(default_factory=dict)  # tau -> when that page run finished
     errors: list[str] = field(default_factory=list)
     ready: bool = False
+    seen: int | None = None  # the revision the room poll of the last page run drew
+    version_requests: int = 0
 
 
 def _tau(query: str) -> str | None:
@@ -78,11 +85,38 @@ async def student(s: Student, code: str, stop: asyncio.Event) -> None:
             await asyncio.sleep(interval)
             await send_rerun(ws, fragment_id)
 
+    async def version_poll(ws: Any) -> None:
+        """The component's loop: GET the revision every POLL_MS (keep-alive), a page rerun when it moved."""
+        host, port = urllib.parse.urlsplit(s.server).hostname, urllib.parse.urlsplit(s.server).port
+        reader, writer = await asyncio.open_connection(host, port)
+        request = f"GET /_room/{code}/version HTTP/1.1\r\nHost: {host}:{port}\r\nAccept: */*\r\n\r\n".encode()
+        await asyncio.sleep(random.random() * room_poll.POLL_MS / 1000)  # browsers' timers start at any phase
+        try:
+            while not stop.is_set():
+                writer.write(request)
+                await writer.drain()
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = int(re.search(rb"content-length: *(\d+)", head, re.IGNORECASE)[1])  # type: ignore[index]
+                body = await reader.readexactly(length)
+                s.version_requests += 1
+                if not head.startswith(b"HTTP/1.1 200"):
+                    s.errors.append(f"version: {head.splitlines()[0].decode()} {body.decode()[:100]}")
+                elif s.seen is not None and json.loads(body)["version"] > s.seen:
+                    s.seen = None  # until the rerun draws the component again
+                    await send_rerun(ws)
+                await asyncio.sleep(room_poll.POLL_MS / 1000)
+        except Exception as error:  # noqa: BLE001 - a lost poll is an error of the run, counted
+            if not stop.is_set():
+                s.errors.append(f"version poll: {type(error).__name__}: {error}"[:200])
+        finally:
+            writer.close()
+
     pollers: dict[str, asyncio.Task[None]] = {}
     try:
         async with websockets.connect(stream_url(s.server), subprotocols=["streamlit"], max_size=None) as ws:  # type: ignore[list-item]
             s.query = f"room={code}"
             await send_rerun(ws)
+            pollers["version"] = asyncio.create_task(version_poll(ws))
             while not stop.is_set():
                 try:
                     data = await asyncio.wait_for(ws.recv(), timeout=0.5)
@@ -104,9 +138,12 @@ async def student(s: Student, code: str, stop: asyncio.Event) -> None:
                     if fragment not in pollers:
                         pollers[fragment] = asyncio.create_task(poll(ws, fragment, msg.auto_rerun.interval))
                 elif kind == "stop_auto_rerun":
-                    for task in pollers.values():
-                        task.cancel()
-                    pollers.clear()
+                    for name in [name for name in pollers if name != "version"]:
+                        pollers.pop(name).cancel()
+                elif kind == "delta" and msg.delta.new_element.WhichOneof("type") == "bidi_component":
+                    element = msg.delta.new_element.bidi_component
+                    if element.component_name == room_poll.COMPONENT_NAME:
+                        s.seen = int(json.loads(element.json)["seen"])
                 elif kind == "delta" and msg.delta.new_element.WhichOneof("type") == "exception":
                     exc = msg.delta.new_element.exception
                     s.errors.append(f"exception: {exc.type}: {exc.message}"[:200])
@@ -166,6 +203,7 @@ async def scenario(servers: list[str], pids: list[int], students: int, moves: in
     await asyncio.sleep(idle_s)
     elapsed = time.monotonic() - start
     idle = [(harness.tree_cpu_seconds([pid]) - b) / elapsed for pid, b in zip(pids, before, strict=True)]
+    load_after_idle = os.getloadavg()
     stop.set()
     await asyncio.gather(*tasks, return_exceptions=True)
     errors = [e for c in clients for e in c.errors]
@@ -184,6 +222,8 @@ async def scenario(servers: list[str], pids: list[int], students: int, moves: in
         "error_samples": errors[:5],
         "idle_s": idle_s,
         "idle_cpu_per_replica_core": [round(x, 4) for x in idle],
+        "version_requests": sum(c.version_requests for c in clients),
+        "load_after_idle": [round(x, 2) for x in load_after_idle],
     }
 
 
@@ -215,11 +255,13 @@ def markdown(result: dict[str, Any], command: str) -> str:
         ("errors", result["errors"]),
         (f"CPU per replica while the room idles ({result['idle_s']:g} s)", _fmt(result["idle_cpu_per_replica_core"])),
         ("target idle < 5 % of a core", "met" if max(result["idle_cpu_per_replica_core"]) < 0.05 else "NOT met"),
+        ("revision requests answered (all students, whole run)", result.get("version_requests", "–")),
     ]
     lines = [
         "# A class in one room: 60 students over 2 replicas",
         "",
-        f"Command: `{command}`. Commit {result.get('commit') or '?'}; machine: {result['machine']}.",
+        f"Command: `{command}`. Commit {result.get('commit') or '?'}; machine: {result['machine']}; load after the"
+        f" idle measurement {result.get('load_after_idle')}.",
         "",
         "| measure | value |",
         "|---|---|",

@@ -3,7 +3,8 @@ start (``deploy/preload.py``).
 
     python -m streamlit run deploy/serve.py --server.headless true   # what scripts/run-app.sh and the images run
 
-Everything else is Streamlit's: routes, static files, websocket, gzip and the script runner are unchanged, and
+One route of its own: ``GET /_room/{code}/version`` (``deploy/room_version.py``). Everything else is Streamlit's:
+routes, static files, websocket, gzip and the script runner are unchanged, and
 ``app.py`` stays the entry point that AppTest and ``streamlit run app.py`` use.
 
 At start it checks every ``ATTN_EXPLORER_*`` variable (``core.config``: a bad value stops the start with its
@@ -44,7 +45,7 @@ if str(REPO_ROOT) not in sys.path:
 
 from core import config  # noqa: E402
 from core.errors import ConfigError  # noqa: E402
-from deploy import warmup  # noqa: E402
+from deploy import room_version, warmup  # noqa: E402
 from deploy.preload import BUNDLE_VARIABLE, PlotlyBundle  # noqa: E402
 
 os.environ[BUNDLE_VARIABLE] = "served"  # the pages draw their figures with the bundle this server serves
@@ -73,4 +74,6 @@ async def lifespan(app: Any) -> AsyncIterator[None]:
         yield None
 
 
-app = st.App(REPO_ROOT / "app.py", middleware=[Middleware(PlotlyBundle)], lifespan=lifespan)
+# GET /_room/{code}/version beside the app, on the same port (deploy/room_version.py); the flags are read by now.
+_routes = room_version.routes(str(st.get_option("server.baseUrlPath") or ""))
+app = st.App(REPO_ROOT / "app.py", routes=_routes, middleware=[Middleware(PlotlyBundle)], lifespan=lifespan)

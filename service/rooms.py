@@ -19,6 +19,7 @@ from __future__ import annotations
 import hmac
 import json
 import secrets
+import threading
 import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -127,6 +128,7 @@ class RoomState:
     query: str = ""  # the teacher's query string, without room and key
     step: int = 0  # the lesson step (1-based; 0 = no lesson)
     version: int = 0  # +1 per move: a student's page follows when it changes
+    rev: int = 0  # +1 per write (move, question, reveal): a student's page reruns when it changes (``revision``)
     question_id: str = ""  # "" = no question open
     question: dict[str, Any] = field(default_factory=dict)
     revealed: bool = False
@@ -186,6 +188,30 @@ def state(code: str | None, now: float | None = None) -> RoomState:
     return room
 
 
+# A replica answers every student's poll of a room from memory for REVISION_TTL_S: one store read per replica, room and
+# REVISION_TTL_S, whatever the number of students polling it (a move reaches them within POLL_S + REVISION_TTL_S).
+REVISION_TTL_S = 0.25
+_revisions: dict[str, tuple[float, int]] = {}
+_revisions_lock = threading.Lock()
+
+
+def revision(code: str | None) -> int:
+    """The room's ``rev`` (what a student's browser polls; one store read per replica and REVISION_TTL_S); RoomError
+    for a code that cannot be one, a wrong or an expired room."""
+    code = normal_code(code)
+    now = time.monotonic()
+    with _revisions_lock:
+        found = _revisions.get(code)
+        if found is not None and now - found[0] < REVISION_TTL_S:
+            return found[1]
+    rev = state(code).rev
+    with _revisions_lock:
+        if len(_revisions) > 1000:
+            _revisions.clear()
+        _revisions[code] = (now, rev)
+    return rev
+
+
 def _hours() -> str:
     hours = lifetime_s() / 3600
     return f"{hours:g} hour" + ("" if hours == 1 else "s")
@@ -201,6 +227,7 @@ def _save(room: RoomState, key: str | None, now: float) -> RoomState:
     second = int(now)
     if STORE.incr(f"{room.code}:moves:{second}", 5) > MAX_MOVES_PER_SECOND:
         raise RoomError(f"Too many moves: at most {MAX_MOVES_PER_SECOND} a second.")
+    room = replace(room, rev=room.rev + 1)
     data = room.to_json()
     if len(json.dumps(data)) > MAX_STATE_BYTES:
         raise RoomError(f"The room's state is larger than {MAX_STATE_BYTES} bytes.")

@@ -2,12 +2,14 @@
 
     /?room=new                 opens a room and lands on the teacher's link: ?room=<code>&key=<key>
     ?room=<code>               on any page: join as a student; the page follows the teacher's page, settings and
-                               lesson step (a 1 s poll), until "Leave to explore" (and "Rejoin" brings it back)
+                               lesson step (its browser polls the room's revision every 1 s), until "Leave to
+                               explore" (and "Rejoin" brings it back)
 
 ``ui.page`` calls ``begin`` and ``ui.finish`` calls ``finish``: a teacher's page publishes where it is at the end of
-each run; a student's page polls in an ``st.fragment``. A lesson step with a ``question`` opens it in the room:
-students answer once, the teacher sees the counts and reveals the answer the page measured (from its metric tiles).
-Nothing here runs for a visitor without ``room=``.
+each run; a student's browser polls the room's revision (``ui/room_poll.py``, ``GET _room/<code>/version``) and
+reruns the page only when it changed (without the app's server, an ``st.fragment`` polls instead). A lesson step
+with a ``question`` opens it in the room: students answer once, the teacher sees the counts and reveals the answer
+the page measured (from its metric tiles). Nothing here runs for a visitor without ``room=``.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from service import rooms
-from ui import page_registry, streamlit_compat
+from ui import page_registry, room_poll, streamlit_compat
 from ui.url_params import FOLLOW_KEY, plain_param
 
 ROOM_KEY = "room"
@@ -215,7 +217,10 @@ def _student_bar(room: rooms.RoomState, mine: dict[str, Any]) -> None:
         if room.question_id:
             _student_question(room, mine)
         mine["question"] = _question_key(room)
-        _student_poll(room.code)
+        if room_poll.served():
+            room_poll.watch(room.code, room.rev)  # the browser asks the room's revision; a rerun only when it moved
+        else:
+            _student_poll(room.code)  # plain `streamlit run app.py` and AppTest: no endpoint, a fragment polls
 
 
 def _question_key(room: rooms.RoomState) -> tuple[str, bool]:
@@ -244,8 +249,9 @@ def shared_state(code: str) -> rooms.RoomState:
 
 @st.fragment(run_every=POLL_S)
 def _student_poll(code: str) -> None:
-    """Every POLL_S: follow the teacher's move, or rerun the page when the question opened, closed or was revealed.
-    It draws nothing, so a poll costs a state read (shared by the replica's students) and an empty fragment run."""
+    """Without the app's server only (``room_poll.served()`` False). Every POLL_S: follow the teacher's move, or rerun
+    the page when the question opened, closed or was revealed. It draws nothing, so a poll costs a state read (shared
+    by the replica's students) and an empty fragment run."""
     mine = session()
     if mine is None or mine.get("code") != code:
         return

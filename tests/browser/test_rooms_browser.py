@@ -65,6 +65,11 @@ def test_a_teacher_and_two_students_on_two_replicas(
             student.goto(f"{second.url}/?room={code}")
             wait_for_app(student)
             expect(student.get_by_text("following the teacher")).to_be_visible()
+            # The page follows by asking the room's revision (ui/room_poll.py), not by rerunning a fragment.
+            expect(student.locator("[data-testid='aeRoomPoll']")).to_have_count(1)
+            with student.expect_response(re.compile(rf"/_room/{code}/version$"), timeout=5_000) as polled:
+                pass
+            assert polled.value.status == 200 and polled.value.headers["cache-control"] == "no-store"
 
         # The teacher moves to another page (Compare, a lesson step with a question): both students follow.
         teacher.goto(_step_url(first.url, "temperature", 1, room=code, key=key))

@@ -1,0 +1,81 @@
+"""A student's page asks its server for the room's revision every second (``GET _room/<code>/version``, served by
+``deploy/room_version.py``) and reruns only when it changed: an idle room costs the server one tiny HTTP answer per
+student and second, not a Streamlit rerun.
+
+A small ``st.components.v2`` component, as ``ui/plotly_chart.py``: no build, no iframe (it runs in the page itself, so
+the relative URL keeps a proxy's path prefix). It fires its ``changed`` trigger (a rerun of the page) only when the
+revision it fetched is newer than the one this page run drew, or once when the room is gone (404).
+
+The endpoint exists only under the app's server (``deploy/serve.py``, which also serves the Plotly bundle); under
+plain ``streamlit run app.py`` and in AppTest ``served()`` is False and ``ui/room.py`` polls with a fragment instead.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import streamlit as st
+
+from ui import plotly_chart
+
+COMPONENT_NAME = "attention_explorer.room_poll"
+TEST_ID = "aeRoomPoll"
+POLL_MS = 1000
+
+HTML = f'<div data-testid="{TEST_ID}" hidden></div>'
+JS = """
+export default function ({ data, parentElement, setTriggerValue }) {
+  const poll = parentElement.__aeRoomPoll || (parentElement.__aeRoomPoll = { busy: false, gone: false });
+  poll.seen = data.seen;  // the revision this page run drew
+  poll.url = `_room/${encodeURIComponent(data.code)}/version`;  // relative: a proxy's path prefix stays
+  if (!poll.timer) {
+    poll.timer = setInterval(async () => {
+      if (poll.busy) return;  // one request at a time (a hidden tab's timer is slowed by the browser itself)
+      poll.busy = true;
+      try {
+        const response = await fetch(poll.url, { cache: "no-store", credentials: "same-origin" });
+        if (response.ok) {
+          const body = await response.json();
+          if (typeof body.version === "number" && body.version > poll.seen) {
+            poll.seen = body.version;
+            setTriggerValue("changed", body.version);
+          }
+        } else if (response.status === 404 && !poll.gone) {
+          poll.gone = true;  // the page run says why (a wrong or expired room)
+          setTriggerValue("changed", -1);
+        }
+      } catch (error) {
+        // offline for a moment: the next tick asks again
+      } finally {
+        poll.busy = false;
+      }
+    }, data.interval_ms);
+  }
+  return () => { clearInterval(poll.timer); poll.timer = null; };
+}
+"""
+
+
+def served() -> bool:
+    """True under the app's server, which serves both the Plotly bundle and the room's version endpoint."""
+    return plotly_chart.bundle_served()
+
+
+@functools.cache
+def renderer() -> Any:
+    return st.components.v2.component(COMPONENT_NAME, html=HTML, js=JS, isolate_styles=False)
+
+
+def watch(code: str, seen: int) -> None:
+    """Mount (or update) the poll: rerun this page when room ``code`` is past revision ``seen``."""
+    renderer()(
+        data={"code": code, "seen": int(seen), "interval_ms": POLL_MS},
+        key="ae_room_poll",
+        on_changed_change=_ignore,
+        height=0,
+    )
+
+
+def _ignore() -> None:
+    """The trigger's rerun is the point; the page run reads the room itself."""
