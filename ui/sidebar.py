@@ -18,7 +18,7 @@ import core.uploads
 from core import device as core_device
 from core import registry
 from core.registry import CAUSAL
-from service import compute, uploads, views
+from service import compute, placement, uploads, views
 from service.views import InputSpec
 from ui import page_lifecycle, page_registry, url_params, widgets
 
@@ -36,7 +36,7 @@ MAX_DENSE_ELEMENTS = 2**25
 # Log-spaced temperatures: 1, 1.5, 2, 3, 5, 7 per decade.
 TAU_OPTIONS = sorted({round(m * 10.0**e, 6) for e in range(-2, 2) for m in (1, 1.5, 2, 3, 5, 7)} | {100.0})
 BUDGET_OPTIONS = (1 / 64, 1 / 32, 1 / 16, 1 / 8, 1 / 4, 1 / 2)
-DEVICES = ("auto", "cpu", "cuda")
+DEVICES = ("auto", "cpu", "cuda", "cpu@worker", "cuda@worker")  # X@worker: X on a cluster worker
 REAL_LAYERS, REAL_HEADS, REAL_D = 6, 12, 32
 
 # The real model: τ = 1 is the model's own attention (q is pre-scaled), and its short texts (n = 51 tokens for
@@ -143,7 +143,7 @@ class Settings:
 
     @property
     def device_name(self) -> str:
-        return self.device_used.type
+        return placement.view_device_name(self.device, self.device_used)
 
     def inputs(self) -> compute.InputArrays:
         return compute.load_inputs(self.spec)
@@ -334,15 +334,25 @@ def _follow_source_switch(page: page_lifecycle.PageState, source: str, base: dic
 
 
 def device_control(where: Any, default: str = "auto") -> tuple[str, torch.device]:
-    """The Device control bound to ``?device=``: (requested name, device actually used; CPU if absent)."""
+    """The Device control bound to ``?device=``: (requested name, device actually used here; CPU if absent, or when
+    a cluster worker computes: ``service.placement``). A worker's device (``cpu@worker``, ``cuda@worker``) is
+    offered where a scheduler's worker has it."""
+    offered = placement.offered()
+    options = [
+        c for c in SHARED_FIELDS["device"].choices if not placement.is_remote_name(c) or c in offered + [default]
+    ]
     device = widgets.choice(
         "Device",
         "device",
-        list(SHARED_FIELDS["device"].choices),
+        options,
         default,
         where=where,
-        help="auto picks CUDA when present. Available here: " + ", ".join(core_device.available_devices()),
+        help="auto picks CUDA when present (here, else on a CUDA worker). Available here: "
+        + ", ".join(core_device.available_devices())
+        + ("; on the cluster's workers: " + ", ".join(offered) if offered else ""),
     )
+    if placement.for_device(device) is not None:
+        return device, torch.device("cpu")  # the page's views compute on the worker (Settings.device_name)
     try:
         return device, core_device.resolve_device(device)
     except core.ParameterError:
@@ -515,7 +525,7 @@ def sidebar(
         help="Every random draw (data, features, hashes) comes from this seed.",
     )
     device, device_used = device_control(bar, base["device"])
-    bar.caption(f"Running on **{core_device.describe(device_used)}**")
+    bar.caption(f"Running on **{placement.describe_choice(device, device_used)}**")
     fraction = base["budget"]
     if show_budget:
         fraction = widgets.log_slider(
