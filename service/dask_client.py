@@ -265,13 +265,12 @@ class ClusterRunner:
             allow_other_workers=False,
         )
         cancelled_at: float | None = None
+        done = done_event(future)
         try:
             while True:
-                try:
-                    data = future.result(timeout=POLL_SECONDS)
+                if done.wait(POLL_SECONDS):
+                    data = future.result()
                     break
-                except TimeoutError:
-                    pass
                 if cancelled_at is None and job.token.cancelled:
                     cancel_event.set()
                     cancelled_at = time.monotonic()
@@ -297,6 +296,15 @@ class ClusterRunner:
             if self._client is not None:
                 self._client.close()
                 self._client = None
+
+
+def done_event(future: Any) -> threading.Event:
+    """An event set when ``future`` finishes. Waiting on it in slices replaces ``future.result(timeout=...)``, whose
+    timeout path in distributed 2026.8 can raise ``UnboundLocalError`` on a busy machine (seen in
+    benchmarks/placement.py at load average 4 on 2 cores)."""
+    done = threading.Event()
+    future.add_done_callback(lambda _: done.set())
+    return done
 
 
 _runner: ClusterRunner | None = None

@@ -212,16 +212,12 @@ def run_remote(view: Any, placement: Placement) -> Any:
         allow_other_workers=False,
         resources=dask_client.resources_for(view),
     )
-    while True:
-        try:
-            data = future.result(timeout=POLL_SECONDS)
-            break
-        except TimeoutError:
-            pass
+    done = dask_client.done_event(future)
+    while not done.wait(POLL_SECONDS):
         if parent is not None and parent.cancelled:
             future.cancel()
             raise Cancelled(parent.reason or "cancelled")
-    return result_cache.decode(data)
+    return result_cache.decode(future.result())
 
 
 __all__ = [
