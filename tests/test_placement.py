@@ -59,6 +59,26 @@ def test_a_worker_device_name_resolves_to_its_device() -> None:
     assert dask_client.resources_for(views.MethodRun.of(SPEC, 5.0, "cpu@worker", "exact", {}, 0)) is None
 
 
+def test_cuda_goes_to_a_worker_that_reports_cuda_and_advertises_the_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The routing of ``device=cuda`` on a replica without CUDA (the worker's report is given: no CUDA here)."""
+    gpu = placement.WorkerDevices("tcp://10.0.0.2:1", "gpu-1", "gpu-host", 1, ("auto", "cpu", "cuda"), gpu=True)
+    no_resource = placement.WorkerDevices("tcp://10.0.0.1:1", "cpu-1", "cpu-host", 2, ("auto", "cpu", "cuda"), False)
+    monkeypatch.setattr(core_device, "cuda_available", lambda: False)
+    monkeypatch.setattr(placement, "worker_devices", lambda runner=None: [no_resource, gpu])
+    monkeypatch.setattr(dask_client, "runner", lambda: dask_client.ClusterRunner("tcp://10.0.0.9:1"))
+    used = torch.device("cpu")
+    for requested in ("cuda", "auto", "cuda@worker"):
+        remote = placement.for_device(requested)
+        assert remote is not None and remote.worker == gpu.address and remote.device == "cuda", requested
+        assert placement.view_device_name(requested, used) == "cuda@worker"
+        assert placement.describe_choice(requested, used) == "cuda on worker gpu-1 (gpu-host)"
+    assert placement.offered() == ["cpu@worker", "cuda@worker"]
+    assert placement.for_device("cpu") is None  # the local CPU stays local
+    assert placement.where(views.ExactAttention(SPEC, 5.0, "cuda")).worker == gpu.address  # a view built elsewhere
+    monkeypatch.setattr(placement, "worker_devices", lambda runner=None: [no_resource])
+    assert placement.for_device("cuda") is None  # CUDA without the GPU resource is not a placement for cuda
+
+
 # ------------------------------------------------------------------ a replica and a GPU worker on loopback
 
 
