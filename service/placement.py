@@ -98,7 +98,7 @@ def worker_devices(runner: dask_client.ClusterRunner | None = None) -> list[Work
             return []
         try:
             info = client.scheduler_info(n_workers=-1).get("workers", {})
-            reports = client.run(_report)
+            reports = client.run(_report, on_error="return")  # a worker that fails to answer is left out
         except Exception:  # a worker left between the two calls, or the scheduler went away: ask again later
             reports, info = {}, {}
         found = [
@@ -111,7 +111,7 @@ def worker_devices(runner: dask_client.ClusterRunner | None = None) -> list[Work
                 gpu=info.get(address, {}).get("resources", {}).get(dask_client.GPU_RESOURCE, 0) > 0,
             )
             for address, report in sorted(reports.items())
-            if address in info
+            if address in info and isinstance(report, dict)
         ]
         _cached = (now, runner.address, found)
         return found
