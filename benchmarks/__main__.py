@@ -49,6 +49,14 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "--quick --out /tmp/bench",
     ),
     Benchmark(
+        "benchmarks.placement",
+        "a light call through a worker on loopback (device cpu@worker) against the same call in this process: "
+        "medians side by side, target at most 20 ms more",
+        "python -m benchmarks.placement --calls 30",
+        "placement.{md,json}",
+        "--calls 2 --out /tmp/bench",
+    ),
+    Benchmark(
         "benchmarks.suite",
         "every method against torch SDPA and the peer packages, n = 1K..16K: time, peak memory, error",
         "python -m benchmarks.suite --threads 1 --clock cpu   (and --threads 2)",

@@ -22,7 +22,7 @@ import core
 from core import cancel as core_cancel
 from core import device as core_device
 from core import metrics
-from service import result_cache, views
+from service import placement, result_cache, views
 from service.downsampling import Matrix, block_factor, block_reduce
 from service.scheduler import LIGHT_SECONDS, estimate_seconds, light_work
 
@@ -148,8 +148,10 @@ class ExactResult:
 
 
 def resolve(device_name: str) -> torch.device:
+    """The torch device a view's ``device`` names (``cuda@worker``: cuda, where the worker computes it); CPU when
+    absent here."""
     try:
-        return core_device.resolve_device(device_name)
+        return core_device.resolve_device(device_name.split("@")[0])
     except core.ParameterError:
         return torch.device("cpu")
 
@@ -226,7 +228,7 @@ def _remembered_run(run: views.MethodRun) -> tuple[MethodResult, bool]:
         if hit is not None:
             return cast(MethodResult, hit)
         with light_work():
-            result = run_method_now(run)
+            result = cast(MethodResult, placement.compute(run))  # here, or on the worker whose device it names
         if result.error_message is None:  # refusals are cheap to redo and may depend on the host's limits
             views.store(run, result, soon=True)
         return result

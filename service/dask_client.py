@@ -34,6 +34,7 @@ import torch
 
 from core import cancel as core_cancel
 from core import config
+from core import limits as core_limits
 from core.cancel import Cancelled, CancelToken
 from core.device import cpu_threads
 from service import result_cache
@@ -82,11 +83,27 @@ def view_device(task: Any) -> str | None:
 
 
 def resources_for(task: Any) -> dict[str, float] | None:
-    """A job that computes on CUDA needs a worker that advertises a GPU; any other job goes to any worker."""
-    return {GPU_RESOURCE: 1} if view_device(task) == "cuda" else None
+    """A job that computes on CUDA (``cuda`` or ``cuda@worker``) needs a worker that advertises a GPU; any other job
+    goes to any worker."""
+    device = view_device(task)
+    return {GPU_RESOURCE: 1} if device is not None and device.split("@")[0] == "cuda" else None
 
 
 # ------------------------------------------------------------------ the worker side
+
+_worker_process = False  # set in a Dask worker (its preload's ``dask_setup``, or its first task)
+
+
+def dask_setup(worker: Any) -> None:
+    """The worker preload's hook (``dask worker --preload service.dask_client``): this process is a worker, so every
+    view it is sent computes here (``service.placement.where``)."""
+    global _worker_process
+    _worker_process = True
+
+
+def on_worker() -> bool:
+    """Whether this process is a Dask worker: views compute in place, never sent on."""
+    return _worker_process
 
 
 class WorkerReport:
@@ -120,6 +137,8 @@ def compute_on_worker(task: Any, engine_version: str, limit: float, job_id: str)
     """Run on a Dask worker: compute ``task`` (a View) under a token the app can cancel; the result's cache bytes."""
     from distributed import Event, get_client, get_worker
 
+    global _worker_process
+    _worker_process = True
     worker = get_worker()
     if engine_version != result_cache.ENGINE_VERSION:
         raise EngineMismatch(
@@ -144,6 +163,25 @@ def compute_on_worker(task: Any, engine_version: str, limit: float, job_id: str)
         return result_cache.encode(value)
     finally:
         finished.set()
+
+
+def compute_light_on_worker(task: Any, engine_version: str) -> bytes:
+    """Run on a Dask worker: a light view (``service.placement``) computed at once under the job time limit; its
+    result's cache bytes. No cancel event: the app stops waiting instead (light work ends within seconds)."""
+    from distributed import get_worker
+
+    global _worker_process
+    _worker_process = True
+    worker = get_worker()
+    if engine_version != result_cache.ENGINE_VERSION:
+        raise EngineMismatch(
+            f"worker {worker.name} runs engine {result_cache.ENGINE_VERSION}, the app {engine_version}: "
+            "deploy the same version of the app on every worker"
+        )
+    threads = max(1, (torch.get_num_threads() or 1) // max(1, worker.state.nthreads))
+    token = CancelToken(deadline=core_limits.job_seconds())
+    with core_cancel.active(token), cpu_threads(threads):
+        return result_cache.encode(task.compute(None))
 
 
 # ------------------------------------------------------------------ the app side
@@ -206,8 +244,9 @@ class ClusterRunner:
             job.progress = min(1.0, max(0.0, float(message.get("fraction", 0.0))))
             job.label = str(message.get("label", ""))
 
-    def run(self, job: Job, client: Any) -> Any:
-        """Compute ``job`` on a worker and return its result; raises what the computation raised there."""
+    def run(self, job: Job, client: Any, worker: str | None = None) -> Any:
+        """Compute ``job`` on a worker (``worker``: that one only) and return its result; raises what the computation
+        raised there."""
         from distributed import Event, KilledWorker
 
         job_id = uuid.uuid4().hex
@@ -222,15 +261,16 @@ class ClusterRunner:
             key=f"attn-{job.name}-{job_id}",
             pure=False,
             resources=resources_for(job.task),
+            workers=[worker] if worker is not None else None,
+            allow_other_workers=False,
         )
         cancelled_at: float | None = None
+        done = done_event(future)
         try:
             while True:
-                try:
-                    data = future.result(timeout=POLL_SECONDS)
+                if done.wait(POLL_SECONDS):
+                    data = future.result()
                     break
-                except TimeoutError:
-                    pass
                 if cancelled_at is None and job.token.cancelled:
                     cancel_event.set()
                     cancelled_at = time.monotonic()
@@ -256,6 +296,15 @@ class ClusterRunner:
             if self._client is not None:
                 self._client.close()
                 self._client = None
+
+
+def done_event(future: Any) -> threading.Event:
+    """An event set when ``future`` finishes. Waiting on it in slices replaces ``future.result(timeout=...)``, whose
+    timeout path in distributed 2026.8 can raise ``UnboundLocalError`` on a busy machine (seen in
+    benchmarks/placement.py at load average 4 on 2 cores)."""
+    done = threading.Event()
+    future.add_done_callback(lambda _: done.set())
+    return done
 
 
 _runner: ClusterRunner | None = None

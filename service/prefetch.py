@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from core import config
-from service import compute, views
+from service import compute, placement, views
 from service.scheduler import LIGHT_SECONDS
 
 QUEUE_SIZE = 4
@@ -113,7 +113,7 @@ def _run(todo: tuple[Any, ...]) -> None:
             return
         if views.is_cached(run):
             continue
-        result = compute.run_method_now(run)
+        result = placement.compute(run)  # here, or on the worker whose device the page chose
         if result.error_message is None:
             views.store(run, result, soon=True)
 

@@ -40,7 +40,7 @@ from core import cancel as core_cancel
 from core import config, limits
 from core.cancel import Cancelled, CancelToken
 from core.device import cpu_threads
-from service import dask_client, result_cache
+from service import dask_client, placement, result_cache
 
 if TYPE_CHECKING:
     from service.dask_client import ClusterRunner
@@ -281,11 +281,13 @@ class Scheduler:
         error: BaseException | None = None
         remote = self._cluster() if self._cluster is not None and job.task is not None else None
         client = remote.client() if remote is not None else None  # None: unreachable, so compute here
+        # The one decision of where a view computes (service.placement): a heavy job goes to a worker that fits.
+        place = placement.where(job.task, heavy=True, runner=remote) if client is not None else None
         try:
             with core_cancel.active(job.token), cpu_threads(self.threads_per_job):
                 job.token.check()
-                if remote is not None and client is not None:
-                    result = remote.run(job, client)
+                if remote is not None and client is not None and place is not None and place.remote:
+                    result = remote.run(job, client, place.worker)
                 else:
                     result = job.compute(Report(job.token, job))
         except Cancelled as exc:

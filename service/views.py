@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from core import uploads as core_uploads
-from service import compute, result_cache, scheduler, uploads
+from service import compute, placement, result_cache, scheduler, uploads
 
 Params = tuple[tuple[str, Any], ...]  # a method's knobs, sorted by name; lists become tuples
 MethodParams = tuple[tuple[str, Params], ...]  # (method, its knobs) in the page's order
@@ -129,7 +129,7 @@ def run(view: View, estimate_seconds: float | None, *, title: str | None = None)
     return scheduler.run_heavy(
         view.cache_name,
         view.key(),
-        view.compute,
+        lambda report: placement.compute(view, report),  # light: here or on a worker; heavy jobs ask it too
         estimate_seconds,
         title=title,
         task=view,
@@ -140,8 +140,8 @@ def run(view: View, estimate_seconds: float | None, *, title: str | None = None)
 def cached(view: View) -> Any:
     """The view's result through the shared cache, computed at once in this thread when missing."""
     if not view.shared():
-        return view.compute(None)
-    return result_cache.cached(view.cache_name, view.key(), lambda: view.compute(None), view.expire_seconds())
+        return placement.compute(view)
+    return result_cache.cached(view.cache_name, view.key(), lambda: placement.compute(view), view.expire_seconds())
 
 
 def lookup(view: View) -> Any | None:

@@ -21,7 +21,7 @@ MAX_DENSE_ELEMENTS = 2**25
 # Log-spaced temperatures: 1, 1.5, 2, 3, 5, 7 per decade.
 TAU_OPTIONS = sorted({round(m * 10.0**e, 6) for e in range(-2, 2) for m in (1, 1.5, 2, 3, 5, 7)} | {100.0})
 BUDGET_OPTIONS = (1 / 64, 1 / 32, 1 / 16, 1 / 8, 1 / 4, 1 / 2)
-DEVICES = ("auto", "cpu", "cuda")
+DEVICES = ("auto", "cpu", "cuda", "cpu@worker", "cuda@worker")  # X@worker: X on a cluster worker
 REAL_LAYERS, REAL_HEADS, REAL_D = 6, 12, 32
 
 # The real model: τ = 1 is the model's own attention (q is pre-scaled), and its short texts (n = 51 tokens for

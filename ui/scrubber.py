@@ -7,6 +7,7 @@ Dragging its slider or pressing ▶ changes the picture in the browser (Plotly f
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import cast
 
 import numpy as np
 import plotly.graph_objects as go
@@ -14,6 +15,7 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 from core.scrub import ScrubViews, SplitViews
+from service import placement
 from service.views import SplitScrub, TemperatureScrub, method_params, params_key
 from service.views import run as run_view
 from ui.figures.palette import method_colour, other_colour
@@ -274,7 +276,7 @@ def tau_grid(tau: float, options: list[float], half_width: int = GRID_HALF_WIDTH
 
 @st.cache_data(show_spinner="Precomputing every temperature…", max_entries=16)
 def _views(view: TemperatureScrub) -> ScrubViews:
-    return view.compute()
+    return cast(ScrubViews, placement.compute(view))  # here, or on the worker whose device the page chose
 
 
 def scrubber_section(settings: object, methods: list[str], params: Mapping[str, Mapping[str, object]]) -> None:

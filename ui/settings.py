@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from core.registry import CAUSAL
-from service import views
+from service import placement, views
 from service.views import InputSpec
 
 
@@ -51,7 +51,8 @@ class Settings:
 
     @property
     def device_name(self) -> str:
-        return self.device_used.type
+        """The device the views carry: this process's, or ``X@worker`` when a cluster worker computes them."""
+        return placement.view_device_name(self.device, self.device_used)
 
     @property
     def by_cluster(self) -> bool:

@@ -15,7 +15,7 @@ import core.uploads
 from core import device as core_device
 from core import registry
 from core.registry import CAUSAL
-from service import compute, uploads
+from service import compute, placement, uploads
 from service.views import InputSpec
 from ui import computed, page_lifecycle, url_params, widgets
 from ui.fields import (
@@ -69,16 +69,27 @@ def _follow_source_switch(page: page_lifecycle.PageState, source: str, base: dic
             st.session_state[key] = base[key]
 
 
-def device_control(where: Any, default: str = "auto") -> tuple[str, torch.device]:
-    """The Device control bound to ``?device=``: (requested name, device actually used; CPU if absent)."""
+def device_control(where: Any, default: str = "auto", *, workers: bool = False) -> tuple[str, torch.device]:
+    """The Device control bound to ``?device=``: (requested name, device actually used here; CPU if absent, or when
+    a cluster worker computes: ``service.placement``). With ``workers`` (the shared sidebar, whose views carry
+    ``Settings.device_name``), a worker's device (``cpu@worker``, ``cuda@worker``) is offered where a scheduler's
+    worker has it; pages that measure on this server (Scaling, Rank vs heads, Inside a model) compute here."""
+    offered = placement.offered() if workers else []
+    options = [
+        c for c in SHARED_FIELDS["device"].choices if not placement.is_remote_name(c) or c in offered + [default]
+    ]
     device = widgets.choice(
         "Device",
         "device",
-        list(SHARED_FIELDS["device"].choices),
+        options,
         default,
         where=where,
-        help="auto picks CUDA when present. Available here: " + ", ".join(core_device.available_devices()),
+        help="auto picks CUDA when present (here, else on a CUDA worker). Available here: "
+        + ", ".join(core_device.available_devices())
+        + ("; on the cluster's workers: " + ", ".join(offered) if offered else ""),
     )
+    if workers and placement.for_device(device) is not None:
+        return device, torch.device("cpu")  # the page's views compute on the worker (Settings.device_name)
     try:
         return device, core_device.resolve_device(device)
     except core.ParameterError:
@@ -250,8 +261,8 @@ def sidebar(
         where=bar,
         help="Every random draw (data, features, hashes) comes from this seed.",
     )
-    device, device_used = device_control(bar, base["device"])
-    bar.caption(f"Running on **{core_device.describe(device_used)}**")
+    device, device_used = device_control(bar, base["device"], workers=True)
+    bar.caption(f"Running on **{placement.describe_choice(device, device_used)}**")
     fraction = base["budget"]
     if show_budget:
         fraction = widgets.log_slider(

@@ -1,0 +1,131 @@
+"""A light call through a worker on loopback against the same call in this process (issue 41: at most 20 ms more).
+
+    python -m benchmarks.placement [--calls 30] [--out benchmarks/results]
+
+Starts deploy/loopback.py's Redis, Dask scheduler and one worker started with ``--resources GPU=1`` (on a host
+without CUDA it computes on its CPU), then times ``service.placement.compute`` of the same light views, uncached,
+alternately with the worker's device (``cpu@worker``: sent to the worker, the result back in the result cache's
+bytes) and this process's (``cpu``), each ``--calls`` times after one warm-up call. Both sides compute with the same
+number of torch threads. Reports the medians side by side, their difference and the median of paired differences;
+writes placement.{md,json}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from benchmarks.harness import RESULTS_DIR, commit, machine_facts, write_results
+from core import config
+from core import device as core_device
+from service import dask_client, placement, result_cache, views
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGET_MS = 20.0
+
+
+def light_views() -> list[tuple[str, Any]]:
+    """(label, view on the worker's device) for a tiny call (the overhead alone) and Compare's default input."""
+    tiny = views.InputSpec("clustered", 64, 16, 1, 4, 0.1, 3)
+    default = views.InputSpec("clustered", 512, 64, 4, 32, 0.1, 0)
+    return [
+        ("exact attention, n = 64, 1 head", views.ExactAttention(tiny, 5.0, "cpu@worker")),
+        ("exact attention, n = 512, 4 heads", views.ExactAttention(default, 5.0, "cpu@worker")),
+        ("performer, n = 512, 4 heads", views.MethodRun.of(default, 5.0, "cpu@worker", "performer", {}, 0)),
+    ]
+
+
+def timed(view: Any) -> float:
+    start = time.perf_counter()
+    placement.compute(view)
+    return time.perf_counter() - start
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=30, help="timed calls per side and view (default 30)")
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="output folder (default benchmarks/results)")
+    args = parser.parse_args(argv)
+    from deploy.loopback import loopback_deployment
+
+    load_start = os.getloadavg()
+    threads = max(1, len(os.sched_getaffinity(0)))  # what deploy/loopback.py gives its one worker
+    torch.set_num_threads(threads)
+    rows: list[dict[str, Any]] = []
+    with loopback_deployment(workers=0, gpu_workers=1, web=False) as cluster:
+        os.environ[config.variable("scheduler")] = cluster.scheduler_address
+        try:
+            worker = placement.worker_devices()[0]
+            for label, remote_view in light_views():
+                local_view = remote_view.replace(device="cpu")
+                assert placement.where(remote_view).remote and not placement.where(local_view).remote
+                timed(remote_view), timed(local_view)  # warm-up: inputs in each side's memory layer
+                remote_s: list[float] = []
+                local_s: list[float] = []
+                for _ in range(args.calls):
+                    remote_s.append(timed(remote_view))
+                    local_s.append(timed(local_view))
+                remote_ms, local_ms = statistics.median(remote_s) * 1e3, statistics.median(local_s) * 1e3
+                rows.append(
+                    {
+                        "call": label,
+                        "in_process_ms": round(local_ms, 2),
+                        "through_worker_ms": round(remote_ms, 2),
+                        "extra_ms": round(remote_ms - local_ms, 2),
+                        # each worker call minus the in-process call right after it: less swayed by a busy machine
+                        "paired_extra_ms": round(statistics.median(map(float.__sub__, remote_s, local_s)) * 1e3, 2),
+                        "in_process_all_ms": [round(s * 1e3, 2) for s in local_s],
+                        "through_worker_all_ms": [round(s * 1e3, 2) for s in remote_s],
+                    }
+                )
+        finally:
+            runner = dask_client.runner()
+            os.environ.pop(config.variable("scheduler"), None)
+            if runner is not None:
+                runner.close()
+    lines = [
+        "# A light call through a worker on loopback vs in this process",
+        "",
+        f"`python -m benchmarks.placement --calls {args.calls}` at commit {commit(ROOT)}, engine "
+        f"{result_cache.ENGINE_VERSION}; device {core_device.describe(torch.device('cpu'))} on both sides "
+        f"(worker {worker.name}, pid {worker.pid}, started with `--resources GPU=1`). Median of {args.calls} "
+        f"uncached calls each, alternated; target: at most {TARGET_MS:g} ms more through the worker.",
+        "",
+        "| call | in process (ms) | through the worker (ms) | extra (ms) | paired extra (ms) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {r['call']} | {r['in_process_ms']:.1f} | {r['through_worker_ms']:.1f} | {r['extra_ms']:+.1f} "
+        f"| {r['paired_extra_ms']:+.1f} |"
+        for r in rows
+    ]
+    facts = machine_facts(load_start)
+    lines += [
+        "",
+        f"Machine: {facts['cpus']} CPUs, load average {facts['load_average_at_start'][0]} at the start and "
+        f"{facts['load_average_at_end'][0]} at the end (other work shares these cores). A result's bytes travel: "
+        "exact attention at n = 512 is 4 heads x 512 x 512 float32 (4 MB), a method's run twice that (its map and its "
+        "error map).",
+    ]
+    result = {
+        "commit": commit(ROOT),
+        "engine_version": result_cache.ENGINE_VERSION,
+        "device": core_device.describe(torch.device("cpu")),
+        "torch_threads": threads,
+        "calls": args.calls,
+        "target_extra_ms": TARGET_MS,
+        "machine": facts,
+        "rows": rows,
+    }
+    write_results(args.out, "placement", result, "\n".join(lines) + "\n")
+    return result
+
+
+if __name__ == "__main__":
+    main()

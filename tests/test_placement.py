@@ -1,0 +1,168 @@
+"""Where a view computes (service/placement.py): in this process without a scheduler, exactly as before; on a real
+worker process when the page chooses the worker's device.
+
+The cluster is started by deploy/loopback.py on loopback: Redis, a Dask scheduler and one worker started with
+``--resources GPU=1`` (a CPU stand-in: it reports its real device, cpu). The replica is an AppTest in this process,
+on a host without CUDA (or with it hidden: every check here asks for the worker's cpu).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import torch
+from ci_env import unavailable
+
+from core import config
+from core import device as core_device
+from service import compute, dask_client, placement, views
+
+SPEC = views.InputSpec("clustered", 64, 16, 2, 4, 0.1, 11)
+
+
+def cpu_seconds(pid: int | None = None) -> float:
+    import psutil
+
+    times = psutil.Process(pid).cpu_times()
+    return float(times.user + times.system)
+
+
+# ------------------------------------------------------------------ no scheduler: everything here, as before
+
+
+def test_without_a_scheduler_every_view_computes_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(config.variable("scheduler"), raising=False)
+    run = views.MethodRun.of(SPEC, 5.0, "cpu", "performer", {}, 0)
+    for view in (SPEC, run, run.exact(), views.MethodRun.of(SPEC, 5.0, "cpu@worker", "performer", {}, 0)):
+        where = placement.where(view)
+        assert not where.remote
+        assert not placement.where(view, heavy=True).remote
+    assert placement.offered() == []
+    assert placement.for_device("cpu@worker") is None
+    # The page's views carry the local device's name, and the caption is today's.
+    used = torch.device("cpu")
+    for requested in ("auto", "cpu", "cuda", "cpu@worker"):
+        assert placement.view_device_name(requested, used) == "cpu"
+        assert placement.describe_choice(requested, used) == core_device.describe(used)
+
+
+def test_a_worker_device_name_resolves_to_its_device() -> None:
+    assert compute.resolve("cpu@worker") == torch.device("cpu")
+    assert placement.base_device("cuda@worker") == "cuda"
+    expected = "cuda" if core_device.cuda_available() else "cpu"
+    assert compute.resolve("cuda@worker").type == expected
+    assert dask_client.resources_for(views.MethodRun.of(SPEC, 5.0, "cuda@worker", "exact", {}, 0)) == {"GPU": 1}
+    assert dask_client.resources_for(views.MethodRun.of(SPEC, 5.0, "cpu@worker", "exact", {}, 0)) is None
+
+
+def test_cuda_goes_to_a_worker_that_reports_cuda_and_advertises_the_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The routing of ``device=cuda`` on a replica without CUDA (the worker's report is given: no CUDA here)."""
+    gpu = placement.WorkerDevices("tcp://10.0.0.2:1", "gpu-1", "gpu-host", 1, ("auto", "cpu", "cuda"), gpu=True)
+    no_resource = placement.WorkerDevices("tcp://10.0.0.1:1", "cpu-1", "cpu-host", 2, ("auto", "cpu", "cuda"), False)
+    monkeypatch.setattr(core_device, "cuda_available", lambda: False)
+    monkeypatch.setattr(placement, "worker_devices", lambda runner=None: [no_resource, gpu])
+    monkeypatch.setattr(dask_client, "runner", lambda: dask_client.ClusterRunner("tcp://10.0.0.9:1"))
+    used = torch.device("cpu")
+    for requested in ("cuda", "auto", "cuda@worker"):
+        remote = placement.for_device(requested)
+        assert remote is not None and remote.worker == gpu.address and remote.device == "cuda", requested
+        assert placement.view_device_name(requested, used) == "cuda@worker"
+        assert placement.describe_choice(requested, used) == "cuda on worker gpu-1 (gpu-host)"
+    assert placement.offered() == ["cpu@worker", "cuda@worker"]
+    assert placement.for_device("cpu") is None  # the local CPU stays local
+    assert placement.where(views.ExactAttention(SPEC, 5.0, "cuda")).worker == gpu.address  # a view built elsewhere
+    monkeypatch.setattr(placement, "worker_devices", lambda runner=None: [no_resource])
+    assert placement.for_device("cuda") is None  # CUDA without the GPU resource is not a placement for cuda
+
+
+# ------------------------------------------------------------------ a replica and a GPU worker on loopback
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Any]:
+    if shutil.which("redis-server") is None:
+        unavailable("redis-server is not installed (Debian: apt-get install -y redis-server)")
+    from deploy.loopback import loopback_deployment
+
+    with loopback_deployment(workers=0, gpu_workers=1, web=False) as started:
+        yield started
+
+
+@pytest.fixture
+def replica(cluster: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """This process as a replica with the scheduler configured (and CUDA, if any, hidden from it)."""
+    monkeypatch.setenv(config.variable("scheduler"), cluster.scheduler_address)
+    monkeypatch.setattr(core_device, "cuda_available", lambda: False)
+    monkeypatch.setattr(placement, "_cached", None)
+    yield cluster
+    current = dask_client.runner()
+    monkeypatch.delenv(config.variable("scheduler"))
+    if current is not None:
+        current.close()
+    dask_client._runner = None
+
+
+def test_the_worker_reports_its_device_and_is_offered(replica: Any) -> None:
+    workers = placement.worker_devices()
+    assert len(workers) == 1
+    assert workers[0].gpu and workers[0].devices == ("auto", "cpu") and workers[0].pid != os.getpid()
+    assert placement.offered() == ["cpu@worker"]  # no worker has CUDA: cuda@worker is not offered
+    assert placement.for_device("cuda") is None  # ?device=cuda: no CUDA anywhere, so today's notice + CPU
+    remote = placement.for_device("cpu@worker")
+    assert remote is not None and remote.remote and remote.worker == workers[0].address
+    assert placement.view_device_name("cpu@worker", torch.device("cpu")) == "cpu@worker"
+    assert placement.view_device_name("cpu", torch.device("cpu")) == "cpu"
+    # A light view on the local device stays here; on the worker's device it goes there.
+    assert not placement.where(views.ExactAttention(SPEC, 5.0, "cpu")).remote
+    assert placement.where(views.ExactAttention(SPEC, 5.0, "cpu@worker")).worker == workers[0].address
+
+
+def test_a_light_call_on_the_worker_device_computes_there(replica: Any) -> None:
+    worker = placement.worker_devices()[0]
+    view = views.MethodRun.of(SPEC.replace(n=256, seed=101), 5.0, "cpu@worker", "performer", {}, 0)
+    here = view.replace(device="cpu").compute(None)
+    before_here, before_worker = cpu_seconds(), cpu_seconds(worker.pid)
+    there = placement.compute(view)
+    assert cpu_seconds(worker.pid) - before_worker > 0.0
+    assert there.method == "performer" and there.device == "cpu"
+    assert there.attention.shape == here.attention.shape  # reduced to display size on the worker
+    for name, values in here.metrics.items():
+        assert there.metrics[name] == pytest.approx(values, rel=1e-5, abs=1e-7), name
+    assert cpu_seconds() - before_here < 5.0  # sanity: nothing here took long
+
+
+def test_choosing_the_worker_device_sends_a_compare_visit_to_the_worker(
+    replica: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from conftest import open_app_page
+
+    worker = placement.worker_devices()[0]
+    # n = 1024: the engine's share (exact, every method, the reductions) outweighs drawing the page's figures
+    params = {"device": "cpu@worker", "n": "1024", "heads": "4"}
+    open_app_page("pages/1_Compare.py", timeout=240, **params, seed="7")  # imports and first figures, not measured
+    import traceback
+
+    import core
+
+    here: list[str] = []
+    engine = core.approximate
+
+    def counted(method: str, *args: Any, **kwargs: Any) -> Any:
+        here.append(method + ":\n" + "".join(traceback.format_stack(limit=8)))
+        return engine(method, *args, **kwargs)
+
+    monkeypatch.setattr(core, "approximate", counted)
+    before_here, before_worker = cpu_seconds(), cpu_seconds(worker.pid)
+    at = open_app_page("pages/1_Compare.py", timeout=240, **params, seed="8")  # a fresh seed: nothing cached
+    replica_seconds = cpu_seconds() - before_here
+    worker_seconds = cpu_seconds(worker.pid) - before_worker
+    assert not at.exception, at.exception
+    captions = " ".join(c.value for c in at.sidebar.caption)
+    assert f"cpu on worker {worker.name}" in captions, captions
+    print(f"Compare visit: worker {worker_seconds:.2f} s CPU, replica {replica_seconds:.2f} s CPU")
+    assert not here, "engine calls in the replica:\n" + "\n".join(here)
+    assert worker_seconds > replica_seconds
