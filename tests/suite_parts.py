@@ -22,6 +22,7 @@ SERIAL_FILES = {
     "tests/test_limits.py": "a job finishes within its estimate",
     "tests/test_load_bench.py": "latencies and resident memory of a loaded server",
     "tests/test_multihost.py": "CPU seconds of replicas and workers",
+    "tests/test_placement.py": "a worker's CPU seconds against the replica's",
     "tests/test_result_cache_redis.py": "Redis timeouts and the LRU clock",
     "tests/test_serving_trim.py": "this process's resident memory",
     "tests/test_warmup.py": "the warm-up's timings",
