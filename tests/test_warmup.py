@@ -154,6 +154,17 @@ def _warm_up_without_a_server(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return opened
 
 
+def _run_warmup() -> Any:
+    """``warmup.run`` in a thread of its own, as the server starts it (deploy/warmup.start): it runs an event loop, and a
+    test process may already have one running in its main thread (Playwright's, from a browser test)."""
+    box: list[Any] = []
+    thread = threading.Thread(target=lambda: box.append(warmup.run("http://127.0.0.1:1", threading.Event())))
+    thread.start()
+    thread.join(timeout=120)
+    assert box, "warmup.run did not return within 120 s"
+    return box[0]
+
+
 def test_a_new_redis_is_warmed_whatever_the_hosts_folder_holds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The measured failure: a host whose folder held the marker of an earlier single-server run never warmed a new
     (or flushed) Redis. The marker and the lock are on the Redis server now."""
@@ -169,22 +180,22 @@ def test_a_new_redis_is_warmed_whatever_the_hosts_folder_holds(tmp_path: Path, m
         monkeypatch.setenv("ATTN_EXPLORER_CACHE_URL", server.url)
         opened = _warm_up_without_a_server(monkeypatch)
 
-        assert warmup.run("http://127.0.0.1:1", threading.Event()) is not None
+        assert _run_warmup() is not None
         assert opened == ["Compare"]
         done = server.client().get(result_cache.REDIS_WARMUP_DONE + result_cache.ENGINE_VERSION)
         assert done is not None and '"path": "Compare"' in done.decode()
         assert not server.client().exists(result_cache.REDIS_WARMUP_LOCK)  # released
-        assert warmup.run("http://127.0.0.1:1", threading.Event()) is None  # a second replica: already warmed
+        assert _run_warmup() is None  # a second replica: already warmed
         assert opened == ["Compare"]
 
         with result_cache.warmup_lock() as held:  # a replica warming holds the server's lock: another one waits
             assert held
             server.client().flushall()
             server.client().set(result_cache.REDIS_WARMUP_LOCK, "another replica")
-            assert warmup.run("http://127.0.0.1:1", threading.Event()) is None
+            assert _run_warmup() is None
         assert server.client().get(result_cache.REDIS_WARMUP_LOCK) == b"another replica"  # not ours to release
         server.client().flushall()
-        assert warmup.run("http://127.0.0.1:1", threading.Event()) is not None  # a flushed server is warmed again
+        assert _run_warmup() is not None  # a flushed server is warmed again
         assert opened == ["Compare", "Compare"]
     finally:
         server.stop()
@@ -199,9 +210,9 @@ def test_without_redis_the_marker_and_the_lock_are_in_the_cache_folder(
     opened = _warm_up_without_a_server(monkeypatch)
     with result_cache.warmup_lock() as held:  # another process of this folder is warming
         assert held
-        assert warmup.run("http://127.0.0.1:1", threading.Event()) is None
+        assert _run_warmup() is None
     assert opened == []
-    assert warmup.run("http://127.0.0.1:1", threading.Event()) is not None
+    assert _run_warmup() is not None
     assert result_cache.warmup_marker_path(folder, result_cache.ENGINE_VERSION).exists()
-    assert warmup.run("http://127.0.0.1:1", threading.Event()) is None
+    assert _run_warmup() is None
     assert opened == ["Compare"]
