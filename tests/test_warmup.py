@@ -155,8 +155,8 @@ def _warm_up_without_a_server(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def _run_warmup() -> Any:
-    """``warmup.run`` in a thread of its own, as the server starts it (deploy/warmup.start): it runs an event loop, and a
-    test process may already have one running in its main thread (Playwright's, from a browser test)."""
+    """``warmup.run`` in a thread of its own, as the server starts it (deploy/warmup.start): it runs an event loop,
+    and a test process may already have one running in its main thread (Playwright's, from a browser test)."""
     box: list[Any] = []
     thread = threading.Thread(target=lambda: box.append(warmup.run("http://127.0.0.1:1", threading.Event())))
     thread.start()
