@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -50,7 +51,11 @@ def get(path: str, base: str = "") -> tuple[int, dict[str, str], Any]:
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    asyncio.run(app(scope, receive, send))
+    # In a thread of its own: a browser test run earlier in this process (same xdist worker) leaves Playwright's event
+    # loop running in the main thread, where asyncio.run refuses to start.
+    worker = threading.Thread(target=lambda: asyncio.run(app(scope, receive, send)))
+    worker.start()
+    worker.join(timeout=60)
     start = next(m for m in sent if m["type"] == "http.response.start")
     headers = {k.decode().lower(): v.decode() for k, v in start["headers"]}
     body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
