@@ -37,27 +37,32 @@ def test_the_contracts_hold_on_the_app(tmp_path: Path) -> None:
     assert "2 kept, 0 broken" in done.stdout
 
 
-def test_a_service_module_that_imports_ui_breaks_the_layers(tmp_path: Path) -> None:
+# Each case writes one module that reverses an arrow, and names the contract and the import lint-imports must report.
+REVERSED_ARROWS = {
+    "a service module importing ui": (
+        "service/reversed_arrow.py",
+        "from ui import widgets  # noqa: F401\n",
+        ("Layers: benchmarks -> deploy -> ui -> service -> core BROKEN", "service.reversed_arrow -> ui.widgets"),
+    ),
+    "a service module importing streamlit": (
+        "service/draws.py",
+        "import streamlit  # noqa: F401\n",
+        ("The service and the engine import no Streamlit BROKEN", "service.draws -> streamlit"),
+    ),
+    "the engine importing deploy": (
+        "core/reversed_arrow.py",
+        "import deploy.processes  # noqa: F401\n",
+        ("Layers: benchmarks -> deploy -> ui -> service -> core BROKEN", "core.reversed_arrow -> deploy.processes"),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REVERSED_ARROWS))
+def test_a_reversed_arrow_breaks_a_contract(tmp_path: Path, case: str) -> None:
+    module, source, reported = REVERSED_ARROWS[case]
     app = copy_of_the_app(tmp_path)
-    (app / "service" / "reversed_arrow.py").write_text("from ui import widgets  # noqa: F401\n")
+    (app / module).write_text(source)
     done = lint_imports(app)
-    assert done.returncode != 0
-    assert "Layers: benchmarks -> deploy -> ui -> service -> core BROKEN" in done.stdout
-    assert "service.reversed_arrow -> ui.widgets" in done.stdout
-
-
-def test_a_service_module_that_imports_streamlit_is_refused(tmp_path: Path) -> None:
-    app = copy_of_the_app(tmp_path)
-    (app / "service" / "draws.py").write_text("import streamlit  # noqa: F401\n")
-    done = lint_imports(app)
-    assert done.returncode != 0
-    assert "The service and the engine import no Streamlit BROKEN" in done.stdout
-    assert "service.draws -> streamlit" in done.stdout
-
-
-def test_the_engine_importing_deploy_breaks_the_layers(tmp_path: Path) -> None:
-    app = copy_of_the_app(tmp_path)
-    (app / "core" / "reversed_arrow.py").write_text("import deploy.processes  # noqa: F401\n")
-    done = lint_imports(app)
-    assert done.returncode != 0
-    assert "core.reversed_arrow -> deploy.processes" in done.stdout
+    assert done.returncode != 0, done.stdout
+    for line in reported:
+        assert line in done.stdout, done.stdout
