@@ -7,7 +7,7 @@ the legend names (and the page's table), not in annotations that could collide a
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
@@ -49,79 +49,69 @@ def _finite(values: Sequence[float]) -> list[float]:
     return [v for v in values if v is not None and math.isfinite(v) and v > 0]
 
 
-def time_figure(series: Sequence[Series], colours: Mapping[str, str]) -> go.Figure:
-    """Measured median times (solid, markers) and the FLOP model at the GEMM rate (dashed); committed dotted."""
+def _measured_and_model(
+    series: Sequence[Series],
+    colours: Mapping[str, str],
+    title: str,
+    y_title: str,
+    measured_of: Callable[[Series], Sequence[float]],
+    model_of: Callable[[Series], Sequence[float]],
+    names: tuple[str, str, str],
+) -> go.Figure:
+    """One measured curve (solid) and its model (dashed) per method, and the committed tables' curves. ``names`` are
+    format strings of a committed, a measured and a model curve's legend entry (fields ``label`` and ``slope``)."""
+    committed_name, measured_name, model_name = names
     measured = [s for s in series if not s.committed]
-    fig = _figure("Wall time against n (log–log)", "seconds", 2 * len(measured) + len(series) - len(measured))
+    fig = _figure(title, y_title, 2 * len(measured) + len(series) - len(measured))
     xs: list[float] = []
     ys: list[float] = []
     sources: list[str] = []
     for s in series:
         xs += s.ns
-        ys += _finite(s.seconds) + _finite(s.model_seconds)
+        ys += _finite(measured_of(s)) + _finite(model_of(s))
+        label = {"label": s.label, "slope": s.slope}
         if s.committed:
             fig.add_scatter(
                 x=s.ns,
-                y=s.seconds,
+                y=measured_of(s),
                 mode="lines+markers",
-                name=f"{s.label} (slope {s.slope:.2f})",
+                name=committed_name.format(**label),
                 **_committed_style(s, sources, colours),
             )
             continue
         colour = colours.get(s.method, "#333333")
-        fig.add_scatter(
-            x=s.ns,
-            y=s.seconds,
-            mode="lines+markers",
-            name=f"{s.label} (slope {s.slope:.2f})",
-            line={"color": colour},
-            legendgroup=s.method,
-        )
-        fig.add_scatter(
-            x=s.ns,
-            y=s.model_seconds,
-            mode="lines",
-            name=f"{s.label}: FLOPs at GEMM rate",
-            line={"color": colour, "dash": "dash"},
-            legendgroup=s.method,
-        )
+        for y, mode, name, line in (
+            (measured_of(s), "lines+markers", measured_name, {"color": colour}),
+            (model_of(s), "lines", model_name, {"color": colour, "dash": "dash"}),
+        ):
+            fig.add_scatter(x=s.ns, y=y, mode=mode, name=name.format(**label), line=line, legendgroup=s.method)
     use_decades(fig, "x", xs)
     use_decades(fig, "y", ys)
     return fig
+
+
+def time_figure(series: Sequence[Series], colours: Mapping[str, str]) -> go.Figure:
+    """Measured median times (solid, markers) and the FLOP model at the GEMM rate (dashed); committed dotted."""
+    with_slope = "{label} (slope {slope:.2f})"
+    return _measured_and_model(
+        series,
+        colours,
+        "Wall time against n (log–log)",
+        "seconds",
+        lambda s: s.seconds,
+        lambda s: s.model_seconds,
+        (with_slope, with_slope, "{label}: FLOPs at GEMM rate"),
+    )
 
 
 def memory_figure(series: Sequence[Series], colours: Mapping[str, str]) -> go.Figure:
     """Measured peak memory (solid; nan where nothing rose) and the analytic working set (dashed)."""
-    measured = [s for s in series if not s.committed]
-    fig = _figure("Peak memory against n (log–log)", "MiB", 2 * len(measured) + len(series) - len(measured))
-    xs: list[float] = []
-    ys: list[float] = []
-    sources: list[str] = []
-    for s in series:
-        xs += s.ns
-        ys += _finite(s.peak_mib) + _finite(s.model_mib)
-        if s.committed:
-            fig.add_scatter(
-                x=s.ns, y=s.peak_mib, mode="lines+markers", name=s.label, **_committed_style(s, sources, colours)
-            )
-            continue
-        colour = colours.get(s.method, "#333333")
-        fig.add_scatter(
-            x=s.ns,
-            y=s.peak_mib,
-            mode="lines+markers",
-            name=f"{s.label} measured",
-            line={"color": colour},
-            legendgroup=s.method,
-        )
-        fig.add_scatter(
-            x=s.ns,
-            y=s.model_mib,
-            mode="lines",
-            name=f"{s.label} model",
-            line={"color": colour, "dash": "dash"},
-            legendgroup=s.method,
-        )
-    use_decades(fig, "x", xs)
-    use_decades(fig, "y", ys)
-    return fig
+    return _measured_and_model(
+        series,
+        colours,
+        "Peak memory against n (log–log)",
+        "MiB",
+        lambda s: s.peak_mib,
+        lambda s: s.model_mib,
+        ("{label}", "{label} measured", "{label} model"),
+    )
