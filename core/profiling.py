@@ -228,6 +228,13 @@ def gemm_rate(
     return 2.0 * size**3 / min(timing.cpu_times if clock == "cpu" else timing.times)
 
 
+@functools.cache
+def gemm_gflops(device_type: str, size: int = 1024, repeats: int = 3) -> float:
+    """This process's GEMM rate (GFLOP/s) on a device type, measured once per process: a hardware rate belongs to
+    the machine that measured it, so it is remembered here, never in a cache shared between machines."""
+    return gemm_rate(device_type, size=size, repeats=repeats) / 1e9
+
+
 def loglog_slope(ns: Sequence[float], values: Sequence[float]) -> float:
     """Least-squares slope of log(value) against log(n); nan with fewer than two usable points."""
     pts = [(math.log(n), math.log(v)) for n, v in zip(ns, values, strict=True) if v and v > 0 and math.isfinite(v)]

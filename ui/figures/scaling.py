@@ -77,6 +77,8 @@ def time_figure(series: Sequence[Series], colours: Mapping[str, str]) -> go.Figu
             line={"color": colour},
             legendgroup=s.method,
         )
+        if not _finite(s.model_seconds):
+            continue  # no GEMM rate for the machine that measured (a cluster worker): no model line
         fig.add_scatter(
             x=s.ns,
             y=s.model_seconds,
