@@ -17,7 +17,7 @@ from core import compare, profiling, scaling_tables, sparse_lowrank, vcc_study
 from core import device as core_device
 from core.profiling import ScalingPoint
 from service import compute, dask_client, placement, result_cache, views
-from ui import timing
+from ui import scrubber, timing
 from ui.figures import scaling as scaling_figs
 
 SPEC = views.InputSpec("clustered", 64, 16, 2, 4, 0.1, 3)
@@ -174,3 +174,24 @@ def test_scaling_says_it_measures_on_a_worker_and_gives_no_gemm_line_then(
     assert any(name.startswith("Performer") for name in names), names
     assert not any("FLOPs at GEMM rate" in name for name in names), names
     assert not any("GFLOP/s" in c.value for c in at.caption)
+
+
+def test_compare_scrubber_draws_its_frames_from_the_service(
+    open_compare: Callable[..., AppTest], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Compare's scrubber asks the service for its frames (``service.views.run``), and draws every temperature."""
+    asked: list[views.View] = []
+    run = views.run
+
+    def counted(view: views.View, *args: Any, **kwargs: Any) -> Any:
+        asked.append(view)
+        return run(view, *args, **kwargs)
+
+    monkeypatch.setattr(scrubber, "run_view", counted)
+    at = open_compare(timeout=180, n="64", methods=["lsh", "performer"], scrub="true", tau="0.2")
+    assert not at.exception, [e.value for e in at.exception]
+    scrubs = [v for v in asked if isinstance(v, views.TemperatureScrub)]
+    assert len(scrubs) == 1 and scrubs[0].methods == ("lsh", "performer") and len(scrubs[0].betas) == 13
+    assert views.is_cached(scrubs[0])
+    spec = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if "frames" in json.loads(c.proto.spec))
+    assert len(spec["frames"]) == 13
