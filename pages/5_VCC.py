@@ -25,14 +25,12 @@ tokens = computed.inputs(s).tokens
 controls = vcc_controls(s, tokens)
 
 
-# ------------------------------------------------------------------ cached engine calls
-@st.cache_data(show_spinner="Running VCC…", max_entries=32)
-def vcc_view(view: service.views.VccView) -> vcc_study.VccView:
-    return view.compute()
-
-
+# ------------------------------------------------------------------ the service's VCC run (shared cache, placement)
+vcc = service.views.VccView(s.spec, s.beta, ui.params_key(controls.params()), s.seed, s.head)
 try:
-    view = vcc_view(service.views.VccView(s.spec, s.beta, ui.params_key(controls.params()), s.seed, s.head))
+    with st.spinner("Running VCC…"):
+        # One VCC call (the engine's own estimate, as its error sweep's); light ones compute at once.
+        view: vcc_study.VccView = service.views.run(vcc, vcc_study.sweep_seconds(1, s.spec.heads, s.n), title="VCC")
 except core.ParameterError as exc:
     st.error(f"VCC cannot run with these settings: {exc}")
     ui.finish()

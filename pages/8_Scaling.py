@@ -11,8 +11,8 @@ import torch
 
 import service.views
 import ui
-from core import device as core_device
-from core import profiling, scaling_tables
+from core import scaling_tables
+from service import compute
 from ui.controls.scaling import scaling_controls
 from ui.figures import scaling as scaling_figs
 from ui.panels import scaling as panels
@@ -28,13 +28,7 @@ ui.explain(
     "quadratic; the dashed lines are each method's analytic model.",
     r"t(n) \approx c\, n^{s}\quad\Rightarrow\quad \log t = s \log n + \log c",
 )
-c = scaling_controls()
-
-
-@st.cache_data(show_spinner=False, max_entries=4)
-def gemm_gflops(device_type: str) -> float:
-    return profiling.gemm_rate(device_type, size=1024, repeats=3) / 1e9
-
+c = scaling_controls()  # c.measured_on: where the service places the measurement (a cluster worker, with a scheduler)
 
 top = st.columns([1, 3])
 clicked = top[0].button(
@@ -44,7 +38,7 @@ clicked = top[0].button(
     help="Runs every chosen method at every size, within the limits in the sidebar.",
 )
 top[1].caption(
-    f"{len(c.run.methods)} method(s) × {len(c.run.sizes)} size(s) on {core_device.describe(c.device)}, "
+    f"{len(c.run.methods)} method(s) × {len(c.run.sizes)} size(s) on {c.measured_on}, "
     f"{c.run.heads} head(s), d = {c.run.d}, {c.run.row_budget} stored scores per query. "
     "The run stops before the limits."
 )
@@ -79,14 +73,16 @@ frame = pd.DataFrame([vars(p) for p in points]) if points else pd.DataFrame()
 if points:
     panels.draw_stops(points)
 
-gemm = gemm_gflops(c.device.type) if points else math.nan
+# This process's GEMM rate (measured once per process) times the FLOP model; a worker's times get none: this server's
+# matmul rate says nothing about the worker's.
+gemm = compute.gemm_gflops(c.device.type) if points and not c.remote else math.nan
 series = scaling_tables.measured_series(points or [], c.run.methods, gemm * 1e9)
 for label in shown_files:
     series += scaling_tables.committed_series(committed[label], c.run.methods)
 colours = {m: ui.method_colour(m) for m in c.run.methods}
 if points or shown_files:
     time_fig, memory_fig = scaling_figs.time_figure(series, colours), scaling_figs.memory_figure(series, colours)
-    panels.draw_charts(time_fig, memory_fig, frame, gemm if points else None)
+    panels.draw_charts(time_fig, memory_fig, frame, gemm if points else None, measured_on=c.measured_on)
 slopes = scaling_tables.slopes_table(series)
 if slopes:
     panels.draw_slopes(slopes)

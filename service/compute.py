@@ -21,7 +21,7 @@ import torch
 import core
 from core import cancel as core_cancel
 from core import device as core_device
-from core import metrics
+from core import metrics, profiling
 from service import placement, result_cache, views
 from service.downsampling import Matrix, block_factor, block_reduce
 from service.scheduler import LIGHT_SECONDS, estimate_seconds, light_work
@@ -397,3 +397,10 @@ def full_attention(run: views.MethodRun, head: int) -> np.ndarray:
     head = min(max(head, 0), q.shape[0] - 1)
     result = core.approximate(run.method, q[head], k[head], v[head], scale=run.beta, seed=run.seed, **run.kwargs)
     return result.attention().float().cpu().numpy()
+
+
+@functools.cache
+def gemm_gflops(device_type: str, size: int = 1024, repeats: int = 3) -> float:
+    """This process's GEMM rate (GFLOP/s) on a device type, measured once per process: a hardware rate belongs to
+    the machine that measured it, so it is remembered here, never in a cache shared between machines."""
+    return profiling.gemm_rate(device_type, size=size, repeats=repeats) / 1e9

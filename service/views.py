@@ -964,3 +964,72 @@ class BlockSparsityStudy(View):
             causal=self.causal,
             progress=(lambda done, label: report(done, label)) if report is not None else None,
         )
+
+
+# ------------------------------------------------------------------ Sparse + low rank: the paper's Fig. 4
+
+
+@dataclasses.dataclass(frozen=True)
+class Fig4Measure(View):
+    """Per-pair squared errors of Performer, LSH and Scatterbrain's estimates of exp(q.k) over random draws (CPU)."""
+
+    cache_name: ClassVar[str] = "fig4_measure"
+
+    d: int
+    m: int  # random features
+    rounds: int
+    buckets: int
+    draws: int
+    pairs: int
+    orthogonal: bool
+    seed: int
+
+    def compute(self, report: Callable[..., None] | None = None) -> Any:
+        from core import sparse_lowrank
+
+        return sparse_lowrank.fig4_measure(
+            self.d, self.m, self.rounds, self.buckets, self.draws, self.pairs, self.orthogonal, self.seed
+        )
+
+
+# ------------------------------------------------------------------ Compare: warm timings
+
+
+WARM_RUNS = 5
+WARM_BUDGET_SECONDS = 1.0  # warm calls per method stop after about this much time
+WARM_KEEP_SECONDS = 3600.0  # a timing is a measurement of the machine's state: measured again after an hour
+
+
+@dataclasses.dataclass(frozen=True)
+class MethodWarmTiming(View):
+    """Warm timings (median of a few runs after a warm-up) of one method run, on the device and host that compute
+    the run: ``host`` is in the key because a timing belongs to the machine that measured it (the run's device is
+    too, through ``run``). None when the run is too heavy to repeat within the light budget."""
+
+    cache_name: ClassVar[str] = "warm_timing"
+
+    run: MethodRun
+    host: str  # the host that computes ``run`` (service.placement.where(run).host): here, or the worker's
+
+    def compute(self, report: Callable[..., None] | None = None) -> Any:
+        from core import compare
+
+        kwargs = self.run.kwargs
+        if compute.method_seconds(self.run.inputs, self.run.method, kwargs) > scheduler.LIGHT_SECONDS:
+            return None
+        q, k, v = compute.tensors(self.run.inputs, compute.resolve(self.run.device))
+        return compare.method_timing(
+            self.run.method,
+            q,
+            k,
+            v,
+            scale=self.run.beta,
+            seed=self.run.seed,
+            params=kwargs,
+            runs=WARM_RUNS,
+            budget_s=WARM_BUDGET_SECONDS,
+        )
+
+    def expire_seconds(self) -> float | None:
+        upload = super().expire_seconds()
+        return WARM_KEEP_SECONDS if upload is None else min(upload, WARM_KEEP_SECONDS)

@@ -63,6 +63,8 @@ EXAMPLES: dict[str, views.View] = {
     "swap_layer_errors": views.SwapLayerErrors("a text", ("performer",), 0.125, (0, 5), (0, 1), 2, 0, "cpu"),
     "swap_retrieval": views.SwapRetrieval(16, ("performer",), (0.125, 0.25), (0, 5), (0, 1), 2, 0, "cpu"),
     "block_sparsity": views.BlockSparsityStudy(SPEC, 5.0, 0.125, ("lsh", "moba"), 64, False, 0, "cpu"),
+    "fig4_measure": views.Fig4Measure(16, 44, 4, 16, 8, 256, False, 0),
+    "warm_timing": views.MethodWarmTiming(RUN, "host-a"),
 }
 
 
@@ -204,3 +206,31 @@ def test_pages_build_no_key_by_hand() -> None:
             if isinstance(node.func, ast.Attribute) and node.func.attr == "run_heavy":
                 offenders.append(f"{rel}:{node.lineno} run_heavy")
     assert offenders == [], "build a service.views view instead of a key: " + ", ".join(offenders)
+
+
+STREAMLIT_CACHES = {"cache_data", "cache_resource", "experimental_memo", "experimental_singleton"}
+
+
+def streamlit_caches(paths: list[Path]) -> list[str]:
+    """Every use of Streamlit's own caches (``st.cache_data`` and kin) in the given files (code, not prose)."""
+    found = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in STREAMLIT_CACHES:
+                found.append(f"{path.name}:{node.lineno} {node.attr}")
+    return found
+
+
+def test_no_result_is_cached_by_streamlit(tmp_path: Path) -> None:
+    """Every result goes through the service (a view, the shared result cache, its one memory layer): no page or
+    ``ui`` module keeps one in ``st.cache_data`` / ``st.cache_resource``, which no other replica or worker sees."""
+    paths = [*ROOT.glob("pages/*.py"), *ROOT.glob("ui/**/*.py"), ROOT / "app.py"]
+    assert len(paths) > 20
+    assert streamlit_caches(paths) == [], "ask the service for it: a view and service.views.run / cached"
+    # The check finds the decorator where it is used, and not the words in a docstring.
+    page = tmp_path / "page.py"
+    page.write_text(
+        '"""st.cache_data is not used here."""\n\nimport streamlit as st\n\n\n'
+        "@st.cache_data(max_entries=4)\ndef f(x):\n    return x\n"
+    )
+    assert streamlit_caches([page]) == ["page.py:6 cache_data"]

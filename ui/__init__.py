@@ -46,8 +46,10 @@ Caching (the engine service, ``service/``: no Streamlit there)
     layer, then the shared disk or Redis store), then computes at once (light) or in the process-wide scheduler
     (``service/scheduler.py``; the page shows the queue place, a progress bar and Cancel, drawn by ``ui/jobs.py``);
     ``service.views.lookup(view)`` only reads the cache. ``s.method_run(method, params)`` is the view of one method
-    at the sidebar's settings; ``computed.run`` and ``computed.parts`` use it. Results are never cached with
-    ``st.cache_data`` in the service.
+    at the sidebar's settings; ``computed.run`` and ``computed.parts`` use it. No page or ``ui`` module caches a
+    result with ``st.cache_data`` / ``st.cache_resource`` (tests/test_view_keys.py checks): make it a view, so the
+    shared cache and ``service.placement`` (here, or a worker's device) apply. A measurement of the machine keys
+    its host (``MethodWarmTiming``) or stays a process-local memo (``service.compute.gemm_gflops``).
 
 Controls bound to the URL (``key`` = URL parameter; letters, digits and ``_`` only)
     ``ui.int_slider``, ``ui.int_input``, ``ui.float_slider``, ``ui.log_slider`` (numbers snap to options),

@@ -15,7 +15,7 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 from core.scrub import ScrubViews, SplitViews
-from service import placement
+from service.scheduler import estimate_seconds
 from service.views import SplitScrub, TemperatureScrub, method_params, params_key
 from service.views import run as run_view
 from ui.figures.palette import method_colour, other_colour
@@ -274,11 +274,6 @@ def tau_grid(tau: float, options: list[float], half_width: int = GRID_HALF_WIDTH
     return list(options[low : low + 2 * half_width + 1])
 
 
-@st.cache_data(show_spinner="Precomputing every temperature…", max_entries=16)
-def _views(view: TemperatureScrub) -> ScrubViews:
-    return cast(ScrubViews, placement.compute(view))  # here, or on the worker whose device the page chose
-
-
 def scrubber_section(settings: object, methods: list[str], params: Mapping[str, Mapping[str, object]]) -> None:
     """A toggle; when on, precompute every view on a temperature grid once and animate it in the browser."""
     from ui import widgets
@@ -316,8 +311,11 @@ def scrubber_section(settings: object, methods: list[str], params: Mapping[str, 
         side=side,
         by_cluster=s.by_cluster,  # type: ignore[attr-defined]
     )
+    # Exact and each method at every temperature of the grid, on one head (a few passes over n x n each).
+    estimate = estimate_seconds(len(taus) * (1 + len(methods)) * view.inputs.n**2 * 4)
     try:
-        views = _views(view)
+        with st.spinner("Precomputing every temperature…"):
+            views = cast(ScrubViews, run_view(view, estimate, title="Precomputing every temperature"))
     except ValueError as exc:  # core.ParameterError: n too large, a bad knob
         st.error(f"Temperature scrubber: {exc}")
         return

@@ -10,6 +10,7 @@ import torch
 import ui
 from core import device as core_device
 from core import limits, scaling_tables
+from service import placement
 from service.views import ScalingRun
 
 SIZES = [2**p for p in range(6, 17)]  # 64 .. 65536
@@ -24,6 +25,8 @@ class ScalingControls:
 
     run: ScalingRun
     device: torch.device
+    remote: bool = False  # a cluster worker measures (service.placement, with a scheduler)
+    measured_on: str = ""  # where, in words
 
 
 def scaling_controls() -> ScalingControls:
@@ -62,7 +65,7 @@ def scaling_controls() -> ScalingControls:
     )
     seed = ui.int_input("Seed", "seed", 0, 2**31 - 1, 0, where=bar)
     device = ui.device_control(bar)[1]
-    bar.caption(f"Measuring on **{core_device.describe(device)}**")
+    where_box = bar.empty()  # filled below, once the run is known: where the service places it
     bar.header("Limits")
     point_limit = ui.log_slider(
         "Time per size (s)",
@@ -99,4 +102,7 @@ def scaling_controls() -> ScalingControls:
         total_limit=float(total_limit),
         memory_limit=float(memory_limit),
     )
-    return ScalingControls(run, device)
+    placed = placement.where(run, heavy=True)  # with a scheduler, a cluster worker measures
+    measured_on = f"a cluster worker's {placed.device}" if placed.remote else core_device.describe(device)
+    where_box.caption(f"Measuring on **{measured_on}**")
+    return ScalingControls(run, device, placed.remote, measured_on)

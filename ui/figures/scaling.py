@@ -84,6 +84,8 @@ def _measured_and_model(
             (measured_of(s), "lines+markers", measured_name, {"color": colour}),
             (model_of(s), "lines", model_name, {"color": colour, "dash": "dash"}),
         ):
+            if mode == "lines" and not _finite(y):
+                continue  # no model for the machine that measured (a cluster worker's GEMM rate is unknown here)
             fig.add_scatter(x=s.ns, y=y, mode=mode, name=name.format(**label), line=line, legendgroup=s.method)
     use_decades(fig, "x", xs)
     use_decades(fig, "y", ys)

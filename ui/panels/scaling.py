@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pandas as pd
@@ -30,11 +31,24 @@ def draw_stops(points: list[ScalingPoint]) -> None:
         st.success("Every method ran at every size within the limits.")
 
 
-def draw_charts(time_fig: go.Figure, memory_fig: go.Figure, frame: pd.DataFrame, gemm_gflops: float | None) -> None:
-    """Time and memory side by side; ``gemm_gflops`` is None when only committed results are shown."""
+def draw_charts(
+    time_fig: go.Figure,
+    memory_fig: go.Figure,
+    frame: pd.DataFrame,
+    gemm_gflops: float | None,
+    *,
+    measured_on: str = "this machine",
+) -> None:
+    """Time and memory side by side; ``gemm_gflops`` is None when only committed results are shown, nan when the
+    measurement ran on another machine (a cluster worker, ``measured_on``) whose GEMM rate this one cannot give."""
     data = frame if not frame.empty else None
     if gemm_gflops is None:
         time_caption = "Committed results (dotted)."
+    elif not math.isfinite(gemm_gflops):
+        time_caption = (
+            f"Solid: median wall time measured on {measured_on}. No dashed GEMM-rate model: this server's matmul "
+            "rate is not that machine's."
+        )
     else:
         time_caption = (
             f"Solid: measured median wall time. Dashed: the analytic FLOP count divided by this machine's GEMM "

@@ -307,11 +307,12 @@ def spectrum_section(s: ui.Settings, exact_head: np.ndarray | None, low_rank: np
 
 
 # ------------------------------------------------------------------ 5. Fig. 4
-@st.cache_data(show_spinner=False, max_entries=16)
-def fig4_measure(
-    d: int, m: int, rounds: int, buckets: int, draws: int, pairs: int, orthogonal: bool, seed: int
-) -> dict[str, np.ndarray]:
-    return sparse_lowrank.fig4_measure(d, m, rounds, buckets, draws, pairs, orthogonal, seed)
+FIG4_PAIRS = 256
+
+
+def fig4_seconds(view: service.views.Fig4Measure) -> float:
+    """A rough time of the measurement: per draw, three estimators over the pairs' (pairs x pairs) scores."""
+    return ui.estimate_seconds(view.draws * 3 * view.pairs**2 * max(view.m, view.rounds * view.d) / 16)
 
 
 def fig4_section(s: ui.Settings) -> None:
@@ -325,16 +326,17 @@ def fig4_section(s: ui.Settings) -> None:
         r"\big(1 - e^{-\lVert q+k\rVert^2}\big)}{m},\quad \mathrm{MSE}_{\text{LSH}}(x) = (1-P_\Omega(x))\,e^{2x}",
     )
     f4 = controls.fig4_controls()
+    view = service.views.Fig4Measure(f4.d, f4.m, f4.rounds, f4.buckets, f4.draws, FIG4_PAIRS, f4.orthogonal, s.seed)
     with st.spinner("Measuring the estimators over random draws…"):
-        res = fig4_measure(f4.d, f4.m, f4.rounds, f4.buckets, f4.draws, 256, f4.orthogonal, s.seed)
+        res = service.views.run(view, fig4_seconds(view), title="Measuring the estimators")
     curves = sparse_lowrank.fig4_curves(res, f4.d, f4.m)
     labels = {name: ui.method_label(name) for name in curves.measured}
     fig = figs.fig4_figure(curves, labels, [ui.method_colour(m) for m in ("performer", "lsh", "scatterbrain")])
     ui.show_figure(fig, "fig4_mse_vs_qk", data=pd.DataFrame(curves.table()), key="fig4")
     st.caption(
-        f"Points: mean over {f4.draws} draws and the pairs in each q·k bin (256 pairs, d = {f4.d}), ± one standard "
-        "error across draws: the squared errors are heavy-tailed, so with few draws a point can sit far above its "
-        "line, and its bar says how far chance alone reaches. Lines: Theorem 2 "
+        f"Points: mean over {f4.draws} draws and the pairs in each q·k bin ({FIG4_PAIRS} pairs, d = {f4.d}), "
+        "± one standard error across draws: the squared errors are heavy-tailed, so with few draws a point can sit "
+        "far above its line, and its bar says how far chance alone reaches. Lines: Theorem 2 "
         "with Performer's variance formula and this LSH's measured collision rate P_Ω(x); the dotted curves "
         "(click them in the legend) use the paper's cross-polytope bound with 4 tables of 23 hashes. The engine's "
         "LSH uses balanced chunks, so its collision rate differs from the paper's."
