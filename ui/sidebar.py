@@ -73,7 +73,8 @@ def device_control(where: Any, default: str = "auto", *, workers: bool = False) 
     """The Device control bound to ``?device=``: (requested name, device actually used here; CPU if absent, or when
     a cluster worker computes: ``service.placement``). With ``workers`` (the shared sidebar, whose views carry
     ``Settings.device_name``), a worker's device (``cpu@worker``, ``cuda@worker``) is offered where a scheduler's
-    worker has it; pages that measure on this server (Scaling, Rank vs heads, Inside a model) compute here."""
+    worker has it. Pages with their own Device control (Scaling, Rank vs heads, Inside a model) offer this server's
+    devices; with a scheduler their heavy jobs may still run on a worker (``service.placement.where``)."""
     offered = placement.offered() if workers else []
     options = [
         c for c in SHARED_FIELDS["device"].choices if not placement.is_remote_name(c) or c in offered + [default]
