@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import re
 import secrets
 import threading
 import time
@@ -290,9 +291,19 @@ def answers_hidden(room: RoomState, step_question: str, *, teacher: bool, follow
     return following and bool(step_question) and room.question_id != step_question
 
 
+STUDENT_COOKIE = "ae_room_student"  # the browser keeps its student id here, so a reload answers as the same student
+_STUDENT_ID = re.compile(r"[A-Za-z0-9_-]{16,64}")
+
+
 def student_id() -> str:
-    """A random id for one student's session (kept in the session, never in a URL; no name)."""
+    """A random id for one student's browser (kept in its session and cookie, never in a URL; no name)."""
     return secrets.token_urlsafe(12)
+
+
+def kept_student(value: str | None) -> str | None:
+    """The student id a browser kept (its STUDENT_COOKIE) when it can be one of ``student_id``'s, else None."""
+    text = (value or "").strip()
+    return text if _STUDENT_ID.fullmatch(text) else None
 
 
 def answer(code: str, student: str, choice: str, now: float | None = None) -> bool:

@@ -176,3 +176,10 @@ def test_answers_stay_hidden_until_the_reveal() -> None:
     assert rooms.answers_hidden(room, "temperature-2", teacher=False)
     assert rooms.answers_hidden(replace(revealed, question_id="temperature-1"), "temperature-2", teacher=False)
     assert not rooms.answers_hidden(room, "temperature-2", teacher=False, following=False)  # exploring on its own
+
+
+def test_a_browser_keeps_its_student_id_and_a_forged_one_is_not_used() -> None:
+    kept = rooms.student_id()
+    assert rooms.kept_student(kept) == kept
+    for value in (None, "", "short", "x" * 65, "a b c d e f g h i j", "<script>alert(1)</script>aaaa", "é" * 20):
+        assert rooms.kept_student(value) is None, value

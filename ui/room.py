@@ -160,7 +160,8 @@ def begin(url_path: str) -> None:
     mine = session()
     if mine is None or mine.get("code") != room.code:
         following = (plain_param(FOLLOW_KEY) or "1").strip() != "0"
-        mine = {"code": room.code, "student": rooms.student_id(), "following": following, "version": -1}
+        student = _kept_student() or rooms.student_id()  # the browser's own id survives a reload (its cookie)
+        mine = {"code": room.code, "student": student, "following": following, "version": -1}
         st.session_state[_SESSION] = mine
     if rooms.is_teacher(room, key):
         mine["key"] = key
@@ -178,6 +179,14 @@ def begin(url_path: str) -> None:
     mine["hidden"] = rooms.answers_hidden(room, _step_question_id(), teacher=False, following=mine["following"])
     st.html(STUDENT_CSS)
     _student_bar(room, mine)
+
+
+def _kept_student() -> str | None:
+    """The student id this browser kept in its cookie (set by the room's poll, ``room_poll.watch``), or None."""
+    try:
+        return rooms.kept_student(st.context.cookies.get(rooms.STUDENT_COOKIE))
+    except Exception:  # noqa: BLE001 - no request behind this run (AppTest, bare mode)
+        return None
 
 
 def _open_new() -> None:
@@ -258,7 +267,8 @@ def _student_bar(room: rooms.RoomState, mine: dict[str, Any]) -> None:
             _student_question(room, mine)
         mine["question"] = _question_key(room)
         if room_poll.served():
-            room_poll.watch(room.code, room.rev)  # the browser asks the room's revision; a rerun only when it moved
+            # The browser asks the room's revision (a rerun only when it moved) and keeps this student's id.
+            room_poll.watch(room.code, room.rev, mine["student"], int(max(60.0, room.expires - time.time())))
         else:
             _student_poll(room.code)  # plain `streamlit run app.py` and AppTest: no endpoint, a fragment polls
 

@@ -1,7 +1,7 @@
 """A class in one room, in Chromium, on two replicas sharing one cache folder: a teacher on the first, two students
 on the second (one on a 390 x 844 phone). The teacher moves to another page and temperature and both students follow
-within 2 s; a forged move (a wrong key) is refused; answers count once per student; Reveal shows the answer the page
-measured, beside the class's; before it, no page in the room shows the error tiles' numbers."""
+within 2 s; a forged move (a wrong key) is refused; answers count once per student (a reload too); Reveal shows the
+answer the page measured, beside the class's; before it, no page in the room shows the error tiles' numbers."""
 
 from __future__ import annotations
 
@@ -104,6 +104,12 @@ def test_a_teacher_and_two_students_on_two_replicas(
         for student in (laptop, phone):
             expect(student.get_by_text("Your answer")).to_be_visible(timeout=5_000)
             expect(student.locator("[class*='st-key-ae_room_answer_'] button")).to_have_count(0)
+        assert rooms.counts(rooms.state(code)) == {"lsh": 1, "performer": 1}
+        # A reload is the same student (its id kept in the browser's cookie): still answered, nothing counted twice.
+        laptop.reload()
+        wait_for_app(laptop)
+        expect(laptop.get_by_text("Your answer")).to_be_visible(timeout=10_000)
+        expect(laptop.locator("[class*='st-key-ae_room_answer_'] button")).to_have_count(0)
         assert rooms.counts(rooms.state(code)) == {"lsh": 1, "performer": 1}
         votes = f"Votes · {labels['lsh']}: 1 · {labels['performer']}: 1"
         expect(teacher.locator(".st-key-ae_room").get_by_text(votes)).to_be_visible(timeout=3_000)
