@@ -9,7 +9,7 @@ import streamlit as st
 import ui
 from core import limits
 from service import prefetch
-from ui import computed, timing
+from ui import computed, room, timing
 from ui.figures import compare as figs
 from ui.panels import compare as panels
 from ui.presets import COMPARE_METHODS, COMPARE_REDRAWS, MAX_REDRAWS
@@ -89,6 +89,8 @@ def results(
         "the ± under each tile is the spread of their errors. The maps show the sidebar seed's draw.",
     )
     labels = {m: ui.method_label(m) for m in methods}
+    # A class room's open question (predict, then reveal): no number that answers it shows before the Reveal.
+    hidden = room.answers_hidden()
     # Presenter view: one row of maps (exact and each method) comes first, so a projector's first screen shows them.
     presenting = view == "one" and ui.presenter_mode()
     row_box = st.container()
@@ -113,16 +115,19 @@ def results(
     spread_slots: dict[str, Any] = {}
     with metrics_box:
         table = panels.metrics_section(
-            s, results, labels, times, exact, warm, table_where=table_box, spread_slots=spread_slots
+            s, results, labels, times, exact, warm, table_where=table_box, spread_slots=spread_slots, hidden=hidden
         )
-    with scrubber_box:  # the temperature scrubber (client-side)
-        scrubber_section(s, methods, params)
+    with scrubber_box:  # the temperature scrubber (client-side): its curves and titles are every method's error
+        if hidden:
+            st.caption("The temperature scrubber (each method's error at every τ) opens after the teacher's Reveal.")
+        else:
+            scrubber_section(s, methods, params)
     if presenting:
         with row_box:
-            panels.maps_row(s, exact_shown, exact_factor, labels, results, resolution, log_colour, zmax)
+            panels.maps_row(s, exact_shown, exact_factor, labels, results, resolution, log_colour, zmax, hidden)
     if view == "one":
         st.subheader(f"Head {s.head}: each method's attention (top) and its error against exact (below)")
-        panels.method_cells(s, methods, labels, results, params, resolution, log_colour, zmax)
+        panels.method_cells(s, methods, labels, results, params, resolution, log_colour, zmax, hidden)
         st.caption(
             ui.downsample_caption(s.n, exact_factor)
             + (" Every attention map uses the exact map's colour range." if shared_colour else "")
@@ -145,15 +150,15 @@ def results(
             f"Each cell is downsampled to at most {grid_side} × {grid_side} (block maximum). "
             "Heads are independent draws (synthetic) or the layer's 12 heads (real model). " + s.order_note()
         )
-    redraws = panels.draw_spread(s, runs, results, labels, draws, spread_slots)  # after the maps: picture first
+    redraws = panels.draw_spread(s, runs, results, labels, draws, spread_slots, hidden)  # after the maps
     if s.spec.source == "real":  # bertviz #125: row errors of chosen query tokens, on demand below the picture
-        panels.token_rows_section(s, runs, results, labels)
+        panels.token_rows_section(s, runs, results, labels, hidden)
     # The temperatures one slider step away, computed while the server is idle (service/prefetch.py).
     done = [runs[m] for m in methods if not results[m].error_message] + redraws
     prefetch.compare_neighbours(done, s.tau, ui.TAU_OPTIONS)
     with st.expander("Data and settings behind this page"):
         st.download_button(
-            "Metrics table (CSV)",
+            "Metrics table (CSV)" + (" without the errors until the Reveal" if hidden else ""),
             table.to_csv(index=False),
             file_name="compare_metrics.csv",
             mime="text/csv",

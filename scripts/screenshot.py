@@ -7,7 +7,8 @@
 its own link with ``present=1``, the first screen of a projector.
 
 ``--rooms`` writes ``assets/screenshots/rooms/``: a class room's teacher in presenter view at 1280 x 720 with the
-lesson step's question open (three students answered), the same after Reveal, and a student's phone (390 x 844).
+lesson step's question open (three students answered; no error number shows yet), the same after Reveal, and a
+student's phone (390 x 844).
 
 Each path is opened after the previous one on the same server; file names come from the path ("/" -> home.png).
 """
@@ -60,7 +61,9 @@ def room_shots(out: Path) -> None:
         phone.screenshot(path=str(out / "student_phone.png"))
         teacher.get_by_role("button", name="Reveal").click()
         expect(teacher.get_by_text("The page measured")).to_be_visible(timeout=10_000)
-        teacher.wait_for_timeout(1000)
+        hidden = teacher.locator("[data-testid='stMetricValue']").filter(has_text="?")
+        expect(hidden).to_have_count(0, timeout=30_000)  # the page's run after the Reveal shows the numbers
+        teacher.wait_for_timeout(1500)
         teacher.screenshot(path=str(out / "teacher_revealed.png"))
         browser.close()
     print(f"wrote {out}")

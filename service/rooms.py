@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import re
 import secrets
 import threading
 import time
@@ -275,9 +276,34 @@ def reveal(code: str, key: str | None, now: float | None = None) -> RoomState:
     return _save(replace(room, revealed=True), key, now)
 
 
+def answers_hidden(room: RoomState, step_question: str, *, teacher: bool, following: bool = True) -> bool:
+    """Whether a page in ``room`` hides the numbers that answer a question (predict, then reveal).
+
+    step_question: the id of the question the page's own lesson step carries ("" for none). The teacher's page opens
+    its step's question at the end of its run, so the teacher's page decides from its step alone: hidden until the room
+    has revealed that question. A student's page hides while the room's question is open and not revealed, and also
+    while it follows the teacher onto a step whose question the teacher's page has not opened yet (the move and the
+    question are two writes)."""
+    if teacher:
+        return bool(step_question) and not (room.question_id == step_question and room.revealed)
+    if room.question_id and not room.revealed:
+        return True
+    return following and bool(step_question) and room.question_id != step_question
+
+
+STUDENT_COOKIE = "ae_room_student"  # the browser keeps its student id here, so a reload answers as the same student
+_STUDENT_ID = re.compile(r"[A-Za-z0-9_-]{16,64}")
+
+
 def student_id() -> str:
-    """A random id for one student's session (kept in the session, never in a URL; no name)."""
+    """A random id for one student's browser (kept in its session and cookie, never in a URL; no name)."""
     return secrets.token_urlsafe(12)
+
+
+def kept_student(value: str | None) -> str | None:
+    """The student id a browser kept (its STUDENT_COOKIE) when it can be one of ``student_id``'s, else None."""
+    text = (value or "").strip()
+    return text if _STUDENT_ID.fullmatch(text) else None
 
 
 def answer(code: str, student: str, choice: str, now: float | None = None) -> bool:

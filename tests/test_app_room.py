@@ -4,6 +4,8 @@ reveal; a wrong code says so; a forged key moves nothing; a page without ``room=
 
 from __future__ import annotations
 
+import json
+import re
 import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from service import rooms
 from ui import lessons
+from ui import room as room_ui
 
 TIMEOUT = 120
 
@@ -44,6 +47,55 @@ def test_room_new_lands_on_the_teachers_link(open_page: Callable[..., AppTest]) 
     assert f"/?room={code}" in _texts(at)  # the student link (its QR code is in the popover)
 
 
+# A number with two or more decimals (an error such as 0.969; tau = 0.05 is not in a chart title).
+NUMBER = re.compile(r"\d\.\d\d")
+
+
+def _tiles(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def _chart_titles(at: AppTest) -> list[str]:
+    """Every chart's title and subplot titles (annotations) as the page sent them."""
+    texts = []
+    for chart in at.get("plotly_chart"):
+        layout = json.loads(chart.proto.spec).get("layout", {})
+        title = layout.get("title")
+        texts.append(title.get("text", "") if isinstance(title, dict) else str(title or ""))
+        texts += [str(a.get("text", "")) for a in layout.get("annotations", [])]
+    return [text for text in texts if text]
+
+
+def _error_columns(at: AppTest) -> set[str]:
+    return {str(c) for table in at.table for c in table.value.columns} & {"attention error", "output error"}
+
+
+def _lesson_step_shown(at: AppTest, lesson_id: str, index: int) -> bool:
+    step = lessons.lessons()[lesson_id].steps[index]
+    title = step.title in [str(h.value) for h in at.subheader]
+    text = step.text.split()[:6]
+    return title and " ".join(text) in " ".join(_texts(at).split())
+
+
+def _assert_answer_hidden(at: AppTest, labels: list[str]) -> None:
+    tiles = _tiles(at)
+    assert {label: tiles[label] for label in labels} == dict.fromkeys(labels, room_ui.HIDDEN_VALUE), tiles
+    assert not [text for text in _chart_titles(at) if NUMBER.search(text)], _chart_titles(at)
+    assert _chart_titles(at)  # the heatmaps themselves stay
+    assert not _error_columns(at)
+    assert "hidden until the teacher reveals" in _texts(at)
+    csv = [str(b.proto.label) for b in at.get("download_button") if "Metrics table" in b.proto.label]
+    assert csv and all("without the errors" in label for label in csv), csv
+
+
+def _assert_answer_shown(at: AppTest, labels: list[str]) -> dict[str, float]:
+    tiles = _tiles(at)
+    numbers = {label: float(tiles[label]) for label in labels}  # a number again, not the placeholder
+    assert [text for text in _chart_titles(at) if NUMBER.search(text)], _chart_titles(at)
+    assert _error_columns(at) == {"attention error", "output error"}
+    return numbers
+
+
 def test_teacher_publishes_and_student_follows_answers_once_and_sees_the_reveal(
     open_page: Callable[..., AppTest],
 ) -> None:
@@ -53,18 +105,21 @@ def test_teacher_publishes_and_student_follows_answers_once_and_sees_the_reveal(
     state = rooms.state(room.code)
     assert (state.page, state.step, state.question_id) == ("Compare", 2, "temperature-2")
     assert "tau=0.05" in state.query and "key=" not in state.query and room.key not in state.query
-    # The measured answer is the choice whose tile the page drew lowest.
     question = lessons.lessons()["temperature"].steps[1].question
     assert question is not None
-    tiles = {m.label: m.value for m in teacher.metric if not m.label.startswith("Votes")}
-    numbers = {c: float(tiles[question.label(c)]) for c in question.choices}
-    assert state.question["measured"] == min(numbers, key=lambda c: numbers[c])
+    labels = [question.label(c) for c in question.choices]
+    # Predict first: no tile, chart title, table or CSV on the teacher's page (the projector) tells the answer yet,
+    # nor the step's text, which explains it; the room still got the answer the page measured.
+    _assert_answer_hidden(teacher, labels)
+    assert not _lesson_step_shown(teacher, "temperature", 1)
+    assert state.question["measured"] in question.choices
     assert [b.label for b in teacher.button if b.key == "ae_room_reveal"] == ["Reveal"]
 
     student = open_page("app.py", room=room.code.lower(), timeout=TIMEOUT)  # joins on Home, follows to Compare
     assert not student.exception
     assert student.query_params["tau"] in ("0.05", ["0.05"])
     assert "following the teacher" in _texts(student)
+    _assert_answer_hidden(student, labels)
     choice_buttons = [b for b in student.button if b.key and b.key.startswith("ae_room_answer_")]
     assert len(choice_buttons) == 2
     choice_buttons[0].click().run()
@@ -76,8 +131,38 @@ def test_teacher_publishes_and_student_follows_answers_once_and_sees_the_reveal(
     assert rooms.state(room.code).revealed
     measured_label = question.label(state.question["measured"])
     assert f"The page measured: {measured_label}" in _texts(teacher)
+    # After the Reveal every number shows, and the measured answer is the choice whose tile the page drew lowest.
+    numbers = _assert_answer_shown(teacher, labels)
+    assert measured_label == min(numbers, key=lambda label: numbers[label])
+    assert _lesson_step_shown(teacher, "temperature", 1)
     student.run()
     assert f"The page measured: {measured_label}" in _texts(student)
+    assert _assert_answer_shown(student, labels) == numbers
+
+
+def test_the_presenter_view_hides_the_errors_in_its_row_of_maps_until_the_reveal(
+    open_page: Callable[..., AppTest],
+) -> None:
+    room = rooms.create()
+    teacher = open_page(
+        "pages/1_Compare.py", room=room.code, key=room.key, present="1", timeout=TIMEOUT, **_step("temperature", 2)
+    )
+    assert not teacher.exception
+    question = lessons.lessons()["temperature"].steps[2].question
+    assert question is not None
+    labels = [question.label(c) for c in question.choices]
+    short = [label.split(" (")[0] for label in labels]
+    _assert_answer_hidden(teacher, labels)
+    assert set(short) <= set(_chart_titles(teacher))  # the row of maps: each method by name, without its error
+    assert not _lesson_step_shown(teacher, "temperature", 2)
+    measured = rooms.state(room.code).question["measured"]
+
+    teacher.button(key="ae_room_reveal").click().run()
+    numbers = _assert_answer_shown(teacher, labels)
+    assert question.label(measured) == min(numbers, key=lambda label: numbers[label])
+    row = [text for text in _chart_titles(teacher) if text.split(":")[0] in short and NUMBER.search(text)]
+    assert len(row) == len(short), _chart_titles(teacher)
+    assert _lesson_step_shown(teacher, "temperature", 2)
 
 
 def test_a_student_leaves_to_explore_and_rejoins(open_page: Callable[..., AppTest]) -> None:

@@ -31,6 +31,20 @@ def result(error: float, *, message: str | None = None) -> SimpleNamespace:
     )
 
 
+def test_a_class_rooms_hidden_answer_leaves_no_error_number_in_the_table_or_titles() -> None:
+    rows = figs.metric_rows({"a": result(0.5), "b": result(0.25)}, {"a": "A", "b": "B"}, 1000, {})
+    shown = figs.metrics_table(rows)
+    assert set(figs.ERROR_COLUMNS) <= set(shown.columns)
+    hidden = figs.metrics_table(rows, show_errors=False)
+    assert not set(figs.ERROR_COLUMNS) & set(hidden.columns)
+    assert list(hidden["method"]) == ["A", "B"] and "memory (% of full)" in hidden  # the budget still shows
+    assert "0.500" not in hidden.to_csv(index=False) and "0.25" not in hidden.to_csv(index=False)
+    assert figs.head_error_title(1, 0.4567, 0.123) == "head 1: error 0.457 · KL 0.12"
+    assert not any(ch.isdigit() for ch in figs.head_error_title(1, 0.4567, 0.123, show_errors=False).split(":")[1])
+    assert figs.row_title("Performer (FAVOR+)", 0.969) == "Performer: 0.969"
+    assert figs.row_title("Performer (FAVOR+)", 0.969, show_errors=False) == "Performer"
+
+
 def test_metric_rows_skip_failures_and_carry_the_time_text() -> None:
     results = {"a": result(0.5), "b": result(0.25), "c": result(0.1, message="refused")}
     labels = {"a": "A", "b": "B", "c": "C"}

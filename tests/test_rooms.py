@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -153,3 +154,32 @@ def test_the_benchmark_table_says_whether_the_targets_are_met() -> None:
     assert table.count("| met |") == 2 and "NOT met" not in table
     slow = bench.markdown(result | {"shown_p95_s": 2.5, "idle_cpu_per_replica_core": [0.03, 0.2]}, "x")
     assert slow.count("NOT met") == 2 and "20.0 %" in slow
+
+
+def test_answers_stay_hidden_until_the_reveal() -> None:
+    """Predict, then reveal: the numbers that answer a question hide from everyone in the room until the Reveal."""
+    room = rooms.RoomState(code="ABCDEF", key_hash="", created=0.0, expires=1.0)
+    opened = replace(room, question_id="temperature-2", question={"text": "Q"})
+    revealed = replace(opened, revealed=True)
+    # The teacher's page decides from its own step: it opens that step's question at the end of its run.
+    assert rooms.answers_hidden(room, "temperature-2", teacher=True)  # the first run, before the question opens
+    assert rooms.answers_hidden(opened, "temperature-2", teacher=True)
+    assert not rooms.answers_hidden(revealed, "temperature-2", teacher=True)
+    assert not rooms.answers_hidden(opened, "", teacher=True)  # a step without a question (closed at the run's end)
+    assert rooms.answers_hidden(replace(revealed, question_id="temperature-1"), "temperature-2", teacher=True)
+    # A student: the room's open question, on any page, until it is revealed.
+    assert rooms.answers_hidden(opened, "", teacher=False)
+    assert rooms.answers_hidden(opened, "", teacher=False, following=False)
+    assert not rooms.answers_hidden(revealed, "temperature-2", teacher=False)
+    assert not rooms.answers_hidden(room, "", teacher=False)
+    # Following the teacher onto a question's step before the teacher's page has opened it: hidden already.
+    assert rooms.answers_hidden(room, "temperature-2", teacher=False)
+    assert rooms.answers_hidden(replace(revealed, question_id="temperature-1"), "temperature-2", teacher=False)
+    assert not rooms.answers_hidden(room, "temperature-2", teacher=False, following=False)  # exploring on its own
+
+
+def test_a_browser_keeps_its_student_id_and_a_forged_one_is_not_used() -> None:
+    kept = rooms.student_id()
+    assert rooms.kept_student(kept) == kept
+    for value in (None, "", "short", "x" * 65, "a b c d e f g h i j", "<script>alert(1)</script>aaaa", "é" * 20):
+        assert rooms.kept_student(value) is None, value

@@ -297,11 +297,15 @@ def page(title: str, icon: str = ":material/insights:", url_path: str | None = N
     else:
         st.title(title)
     page_state = page_lifecycle.begin_page(title, url_path if url_path is not None else title.replace(" ", "_"))
+    withheld = False  # a class room's open question: the step's text, which explains its answer, waits for Reveal
     if url_params.plain_param(url_params.ROOM_KEY) is not None or "_ae_room" in st.session_state:
         from ui import room
 
         room.begin(page_state.url_path)
-    lessons.lesson_panel(url_params.plain_param(url_params.GUIDE_KEY), url_params.plain_param(url_params.STEP_KEY))
+        withheld = room.answers_hidden()
+    lessons.lesson_panel(
+        url_params.plain_param(url_params.GUIDE_KEY), url_params.plain_param(url_params.STEP_KEY), withheld
+    )
     return page_state
 
 

@@ -274,8 +274,11 @@ def nav_html(lesson: Lesson, index: int) -> str:
     return PANEL_CSS + '<div class="ae-lesson-nav">' + "".join(parts) + "</div>"
 
 
-def lesson_panel(guide: str | None, step: str | None) -> Lesson | None:
-    """Draw the current lesson step above the page's content; returns the lesson (None when the URL names none)."""
+def lesson_panel(guide: str | None, step: str | None, withheld: bool = False) -> Lesson | None:
+    """Draw the current lesson step above the page's content; returns the lesson (None when the URL names none).
+
+    withheld: a class room's question is open and not revealed (``ui.room.answers_hidden``): a step with a question
+    keeps its title and text (which explain the answer) until the Reveal."""
     import streamlit as st
 
     found = position(guide, step)
@@ -288,7 +291,11 @@ def lesson_panel(guide: str | None, step: str | None) -> Lesson | None:
     # key: the presenter view's CSS (ui.PRESENTER_CSS) lifts this box under the title, before the page's picture.
     with st.container(border=True, key="ae_lesson"):
         st.caption(f"Lesson · {lesson.title} · step {index + 1} of {len(lesson.steps)}")
-        st.subheader(current.title)
-        st.markdown(current.text)
+        if withheld and current.question is not None:
+            st.subheader("Predict first")
+            st.markdown("This step's explanation shows after the teacher's Reveal.")
+        else:
+            st.subheader(current.title)
+            st.markdown(current.text)
         st.markdown(nav_html(lesson, index), unsafe_allow_html=True)
     return lesson

@@ -9,7 +9,10 @@
 each run; a student's browser polls the room's revision (``ui/room_poll.py``, ``GET _room/<code>/version``) and
 reruns the page only when it changed (without the app's server, an ``st.fragment`` polls instead). A lesson step
 with a ``question`` opens it in the room: students answer once, the teacher sees the counts and reveals the answer
-the page measured (from its metric tiles). Nothing here runs for a visitor without ``room=``.
+the page measured (from its metric tiles, drawn with ``tile``, which records each real value). Until the Reveal,
+``answers_hidden()`` is True on every page in the room (the teacher's, which the projector shows, too): the page draws
+its answering numbers as "?" (tiles), without them (chart titles, tables, CSV) and withholds the step's text. Nothing
+here runs for a visitor without ``room=``.
 """
 
 from __future__ import annotations
@@ -65,24 +68,59 @@ def session() -> dict[str, Any] | None:
     return st.session_state.get(_SESSION)
 
 
-def _record_metric(original: Any) -> Any:
-    def metric(self: DeltaGenerator, label: str, value: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            tiles = st.session_state.get(_TILES)
-            if tiles is not None:
-                tiles[str(label)] = str(value)
-        except Exception:  # noqa: BLE001 - outside a script run (bare mode)
-            pass
-        return original(self, label, value, *args, **kwargs)
-
-    metric._ae_room = True  # type: ignore[attr-defined]
-    return metric
+HIDDEN_VALUE = "?"  # what a tile shows while its number would answer the room's open question
+HIDDEN_NOTE = "hidden until Reveal"
 
 
-# A teacher's page keeps the metric tiles it drew in this run: the measured answer of a question is read from them,
-# as tests/test_step_claims.py reads them. Only a session in a room keeps them (the dict exists only there).
-if not getattr(DeltaGenerator.metric, "_ae_room", False):
-    DeltaGenerator.metric = _record_metric(DeltaGenerator.metric)  # type: ignore[method-assign]
+def record_tile(label: str, value: Any) -> None:
+    """Keep a tile's real value for the room's measured answer (a teacher's page only: the dict exists only there).
+    The measured answer of a question is read from them, as tests/test_step_claims.py reads the tiles."""
+    try:
+        tiles = st.session_state.get(_TILES)
+    except Exception:  # noqa: BLE001 - outside a script run (bare mode)
+        return
+    if tiles is not None:
+        tiles[str(label)] = str(value)
+
+
+def tile(where: Any, label: str, value: str, *, hidden: bool = False, **kwargs: Any) -> DeltaGenerator:
+    """A metric tile whose number may answer the room's question: its real value is recorded for the measured
+    answer, and while ``hidden`` (``answers_hidden()``) it draws HIDDEN_VALUE, without delta, instead of the number."""
+    record_tile(label, value)
+    if hidden:
+        return where.metric(
+            label,
+            HIDDEN_VALUE,
+            delta=HIDDEN_NOTE,
+            delta_color="off",
+            delta_arrow="off",
+            help="The class predicts first: the teacher's Reveal shows this number.",
+        )
+    return where.metric(label, value, **kwargs)
+
+
+def answers_hidden() -> bool:
+    """True while this session's room asks a question and has not revealed it (``rooms.answers_hidden``, decided
+    once per page run in ``begin``): the page then hides every number that answers it. False without a room."""
+    mine = session()
+    return bool(mine and mine.get("hidden"))
+
+
+def _step_question() -> tuple[str, Any] | None:
+    """The question the URL's lesson step carries, with its room id ("<lesson>-<step>"), or None."""
+    from ui import lessons
+    from ui.url_params import GUIDE_KEY, STEP_KEY
+
+    found = lessons.position(plain_param(GUIDE_KEY), plain_param(STEP_KEY))
+    if not found:
+        return None
+    question = found[0].steps[found[1]].question
+    return None if question is None else (f"{found[0].id}-{found[1] + 1}", question)
+
+
+def _step_question_id() -> str:
+    found = _step_question()
+    return found[0] if found else ""
 
 
 def _script(url_path: str) -> str:
@@ -122,10 +160,12 @@ def begin(url_path: str) -> None:
     mine = session()
     if mine is None or mine.get("code") != room.code:
         following = (plain_param(FOLLOW_KEY) or "1").strip() != "0"
-        mine = {"code": room.code, "student": rooms.student_id(), "following": following, "version": -1}
+        student = _kept_student() or rooms.student_id()  # the browser's own id survives a reload (its cookie)
+        mine = {"code": room.code, "student": student, "following": following, "version": -1}
         st.session_state[_SESSION] = mine
     if rooms.is_teacher(room, key):
         mine["key"] = key
+        mine["hidden"] = rooms.answers_hidden(room, _step_question_id(), teacher=True)
         st.session_state[_TILES] = {}
         _teacher_bar(room)
         return
@@ -136,8 +176,17 @@ def begin(url_path: str) -> None:
     if mine["following"] and mine["version"] != room.version and room.version > 0:
         _follow(room, mine, url_path)
     mine["version"] = room.version
+    mine["hidden"] = rooms.answers_hidden(room, _step_question_id(), teacher=False, following=mine["following"])
     st.html(STUDENT_CSS)
     _student_bar(room, mine)
+
+
+def _kept_student() -> str | None:
+    """The student id this browser kept in its cookie (set by the room's poll, ``room_poll.watch``), or None."""
+    try:
+        return rooms.kept_student(st.context.cookies.get(rooms.STUDENT_COOKIE))
+    except Exception:  # noqa: BLE001 - no request behind this run (AppTest, bare mode)
+        return None
 
 
 def _open_new() -> None:
@@ -218,7 +267,8 @@ def _student_bar(room: rooms.RoomState, mine: dict[str, Any]) -> None:
             _student_question(room, mine)
         mine["question"] = _question_key(room)
         if room_poll.served():
-            room_poll.watch(room.code, room.rev)  # the browser asks the room's revision; a rerun only when it moved
+            # The browser asks the room's revision (a rerun only when it moved) and keeps this student's id.
+            room_poll.watch(room.code, room.rev, mine["student"], int(max(60.0, room.expires - time.time())))
         else:
             _student_poll(room.code)  # plain `streamlit run app.py` and AppTest: no endpoint, a fragment polls
 
@@ -351,9 +401,9 @@ def finish(url_path: str, query: str, draw: bool = True) -> None:
     step = found[1] + 1 if found else 0
     try:
         room = rooms.move(mine["code"], mine["key"], page=url_path, query=_published_query(query), step=step)
-        question = found[0].steps[found[1]].question if found else None
-        if found and question is not None:
-            question_id = f"{found[0].id}-{step}"
+        asking = _step_question()
+        if asking is not None:
+            question_id, question = asking
             measured = question.measured(st.session_state.get(_TILES) or {})
             previous = room.question.get("measured", "") if room.question_id == question_id else ""
             asked = rooms.Question(question.text, question.labelled_choices(), measured or previous)
@@ -379,6 +429,8 @@ def _teacher_question(code: str) -> None:
         return
     if not room.question_id or mine is None:
         return
+    if mine.get("hidden") and room.revealed and room.question_id == _step_question_id():
+        st.rerun(scope="app")  # Reveal (here or in another tab): the page's run shows its numbers again
     counts = rooms.counts(room)
     votes = " · ".join(f"{label}: **{counts.get(value, 0)}**" for value, label in room.question["choices"])
     cols = st.columns([5, 1], vertical_alignment="center")

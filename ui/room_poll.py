@@ -1,6 +1,6 @@
 """A student's page asks its server for the room's revision every second (``GET _room/<code>/version``, served by
 ``deploy/room_version.py``) and reruns only when it changed: an idle room costs the server one tiny HTTP answer per
-student and second, not a Streamlit rerun.
+student and second, not a Streamlit rerun. It also keeps the student's id in a cookie, so a reload is the same student.
 
 A small ``st.components.v2`` component, as ``ui/plotly_chart.py``: no build, no iframe (it runs in the page itself, so
 the relative URL keeps a proxy's path prefix). It fires its ``changed`` trigger (a rerun of the page) only when the
@@ -26,6 +26,10 @@ POLL_MS = 1000
 HTML = f'<div data-testid="{TEST_ID}" hidden></div>'
 JS = """
 export default function ({ data, parentElement, setTriggerValue }) {
+  if (data.student && data.cookie) {  // this browser's student id: a reload answers as the same student
+    const kept = `${data.cookie}=${encodeURIComponent(data.student)}`;
+    document.cookie = `${kept}; path=/; max-age=${data.max_age}; SameSite=Lax`;
+  }
   const poll = parentElement.__aeRoomPoll || (parentElement.__aeRoomPoll = { busy: false, gone: false });
   poll.seen = data.seen;  // the revision this page run drew
   poll.url = `_room/${encodeURIComponent(data.code)}/version`;  // relative: a proxy's path prefix stays
@@ -67,10 +71,21 @@ def renderer() -> Any:
     return st.components.v2.component(COMPONENT_NAME, html=HTML, js=JS, isolate_styles=False)
 
 
-def watch(code: str, seen: int) -> None:
-    """Mount (or update) the poll: rerun this page when room ``code`` is past revision ``seen``."""
+def watch(code: str, seen: int, student: str = "", keep_s: int = 0) -> None:
+    """Mount (or update) the poll: rerun this page when room ``code`` is past revision ``seen``; and keep ``student``
+    (this session's student id) in the browser's ``rooms.STUDENT_COOKIE`` for ``keep_s`` seconds, which the page
+    reads back after a reload (``st.context.cookies``), so a student answers once per browser, not per session."""
+    from service import rooms
+
     renderer()(
-        data={"code": code, "seen": int(seen), "interval_ms": POLL_MS},
+        data={
+            "code": code,
+            "seen": int(seen),
+            "interval_ms": POLL_MS,
+            "student": student,
+            "cookie": rooms.STUDENT_COOKIE,
+            "max_age": int(keep_s),
+        },
         key="ae_room_poll",
         on_changed_change=_ignore,
         height=0,

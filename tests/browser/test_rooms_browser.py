@@ -1,7 +1,7 @@
 """A class in one room, in Chromium, on two replicas sharing one cache folder: a teacher on the first, two students
 on the second (one on a 390 x 844 phone). The teacher moves to another page and temperature and both students follow
-within 2 s; a forged move (a wrong key) is refused; answers count once per student; Reveal shows the answer the page
-measured, beside the class's."""
+within 2 s; a forged move (a wrong key) is refused; answers count once per student (a reload too); Reveal shows the
+answer the page measured, beside the class's; before it, no page in the room shows the error tiles' numbers."""
 
 from __future__ import annotations
 
@@ -105,17 +105,30 @@ def test_a_teacher_and_two_students_on_two_replicas(
             expect(student.get_by_text("Your answer")).to_be_visible(timeout=5_000)
             expect(student.locator("[class*='st-key-ae_room_answer_'] button")).to_have_count(0)
         assert rooms.counts(rooms.state(code)) == {"lsh": 1, "performer": 1}
+        # A reload is the same student (its id kept in the browser's cookie): still answered, nothing counted twice.
+        laptop.reload()
+        wait_for_app(laptop)
+        expect(laptop.get_by_text("Your answer")).to_be_visible(timeout=10_000)
+        expect(laptop.locator("[class*='st-key-ae_room_answer_'] button")).to_have_count(0)
+        assert rooms.counts(rooms.state(code)) == {"lsh": 1, "performer": 1}
         votes = f"Votes · {labels['lsh']}: 1 · {labels['performer']}: 1"
         expect(teacher.locator(".st-key-ae_room").get_by_text(votes)).to_be_visible(timeout=3_000)
 
-        # Reveal: the measured answer is the choice whose tile the teacher's page drew lowest.
+        # Before the Reveal no page in the room shows the errors that answer the question (the projector included).
+        for page in (teacher, laptop, phone):
+            tiles = _tiles(page)
+            assert all(tiles[labels[c]] == "?" for c in question.choices), tiles
+        # Reveal: the tiles show their numbers on every page, and the measured answer is the lowest one's.
+        teacher.get_by_role("button", name="Reveal").click()
+        expect(teacher.get_by_text("The page measured:")).to_be_visible(timeout=5_000)
+        expect(teacher.locator("[data-testid='stMetricValue']").filter(has_text="?")).to_have_count(0, timeout=10_000)
         tiles = _tiles(teacher)
         numbers = {c: float(tiles[labels[c]]) for c in question.choices}
         measured = min(numbers, key=lambda c: numbers[c])
-        teacher.get_by_role("button", name="Reveal").click()
-        expect(teacher.get_by_text(f"The page measured: {labels[measured]}")).to_be_visible(timeout=5_000)
+        expect(teacher.get_by_text(f"The page measured: {labels[measured]}")).to_be_visible()
         for student in (laptop, phone):
             expect(student.get_by_text(f"The page measured: {labels[measured]}")).to_be_visible(timeout=3_000)
+            expect(student.locator("[data-testid='stMetricValue']").filter(has_text="?")).to_have_count(0)
 
         # The teacher changes the temperature (the next step, tau = 1): both follow again.
         teacher.goto(_step_url(first.url, "temperature", 2, room=code, key=key))

@@ -47,6 +47,27 @@ def metric_rows(
     return rows
 
 
+# The metrics table's columns that answer a predict-then-reveal question (which method has the lower error).
+ERROR_COLUMNS = ("attention error", "output error", "row KL (nats)")
+
+
+def metrics_table(rows: Sequence[Mapping[str, Any]], show_errors: bool = True) -> pd.DataFrame:
+    """The metrics table of ``metric_rows``; without the error columns while a class room hides the answer."""
+    table = pd.DataFrame(list(rows))
+    return table if show_errors else table.drop(columns=list(ERROR_COLUMNS), errors="ignore")
+
+
+def head_error_title(head: int, error: float, kl: float, show_errors: bool = True) -> str:
+    """A method figure's error-map title: the shown head's own error and row KL (the tiles average over heads)."""
+    return f"head {head}: error {error:.3f} · KL {kl:.2f}" if show_errors else f"head {head}: error against exact"
+
+
+def row_title(label: str, error: float, show_errors: bool = True) -> str:
+    """A map's title in the presenter view's row: the method's short name and the shown head's error."""
+    name = label.split(" (")[0]
+    return f"{name}: {error:.3f}" if show_errors else name
+
+
 def best_error(rows: Sequence[Mapping[str, Any]]) -> float | None:
     return min((float(r["attention error"]) for r in rows), default=None)
 

@@ -12,7 +12,7 @@ import service.views
 import ui
 from core import token_rows
 from service import compute
-from ui import computed, downloads, timing
+from ui import computed, downloads, room, timing
 from ui.figures import compare as figs
 
 
@@ -38,11 +38,14 @@ def metrics_section(
     warm: bool,
     table_where: Any = None,
     spread_slots: dict[str, Any] | None = None,
+    hidden: bool = False,
 ) -> pd.DataFrame:
     """Errors as metric tiles (the best marked), the full table, and a caption on timing and entropy.
 
     table_where: where the table and its caption go (default: under the tiles). spread_slots: filled with a slot
-    under each method's tile (by method label), where ``draw_spread`` writes its ± once the redraws are done."""
+    under each method's tile (by method label), where ``draw_spread`` writes its ± once the redraws are done.
+    hidden: a class room's question is open (``room.answers_hidden()``): the tiles show a placeholder (their real
+    values still go to the room's measured answer) and the table (returned for the CSV too) has no error columns."""
     table_where = table_where or st
     st.subheader("Metrics at equal budget")
     for method, res in results.items():
@@ -55,18 +58,24 @@ def metrics_section(
         shown = f"; the maps below show head {s.head} alone" if s.heads > 1 else ""
         st.caption(f"Relative attention error, **{over}**{shown}.")
     for col, row in zip(st.columns(max(1, len(rows))), rows, strict=False):
-        col.metric(
+        room.tile(
+            col,
             row["method"],
             f"{row['attention error']:.3f}",
+            hidden=hidden,
             delta="best" if best is not None and row["attention error"] == best else None,
             delta_color="off",
             help=f"Relative Frobenius error of the attention matrix, {over}.",
         )
         if spread_slots is not None:
             spread_slots[row["method"]] = col.empty()
-    table = pd.DataFrame(rows)
+    table = figs.metrics_table(rows, show_errors=not hidden)
     if not rows:
         return table
+    if hidden:
+        table_where.caption(
+            "Errors (tiles, table, chart titles) are hidden until the teacher reveals the class's answer."
+        )
     # A grid beside the exact map cuts its columns at 1280 px: a static table that wraps, without the long
     # parameter lists (the metrics CSV below has them).
     shown = table.drop(columns=["parameters"], errors="ignore")
@@ -144,8 +153,10 @@ def maps_row(
     resolution: int,
     log_colour: bool,
     zmax: float | None,
+    hidden: bool = False,
 ) -> None:
-    """Presenter view: the exact map and every method's map of the shown head in one row, each titled with its error."""
+    """Presenter view: the exact map and every method's map of the shown head in one row, each titled with its error
+    (not while ``hidden``)."""
     head = s.head
     maps = {"Exact softmax": exact_shown}
     titles = {"Exact softmax": f"Exact (head {head})"}
@@ -153,7 +164,9 @@ def maps_row(
         if res.error_message:
             continue
         maps[labels[method]] = _head_maps(s, res, resolution)["attention"][0]
-        titles[labels[method]] = f"{labels[method].split(' (')[0]}: {res.metrics['attention_error'][head]:.3f}"
+        titles[labels[method]] = figs.row_title(
+            labels[method], float(res.metrics["attention_error"][head]), show_errors=not hidden
+        )
     fig = figs.maps_row(maps, titles, exact_factor, log_colour, zmax)
     ui.show_figure(fig, "maps_row", key="maps_row", data=maps)
 
@@ -167,10 +180,12 @@ def method_cells(
     resolution: int,
     log_colour: bool,
     zmax: float | None = None,
+    hidden: bool = False,
 ) -> None:
     """Each method's attention map of the shown head over its error against exact: one figure per method, three
-    to a row. Two maps to a chart halves the browser's per-chart cost on a slider move, and a method knob redraws
-    only its own method's chart (the others' figures do not change)."""
+    to a row (titled without the error numbers while ``hidden``). Two maps to a chart halves the browser's per-chart
+    cost on a slider move, and a method knob redraws only its own method's chart (the others' figures do not
+    change)."""
     head = s.head
     for method in methods:
         if results[method].error_message:
@@ -183,8 +198,11 @@ def method_cells(
             attention, factor = shown["attention"]
             error, _ = shown["error"]
             # This head's own numbers (the tiles above average over heads): the title says which head.
-            title = (
-                f"head {head}: error {res.metrics['attention_error'][head]:.3f} · KL {res.metrics['row_kl'][head]:.2f}"
+            title = figs.head_error_title(
+                head,
+                float(res.metrics["attention_error"][head]),
+                float(res.metrics["row_kl"][head]),
+                show_errors=not hidden,
             )
             fig = figs.method_figure(label, attention, error, factor, log_colour, title, zmax)
             parts = {
@@ -209,6 +227,7 @@ def draw_spread(
     labels: dict[str, str],
     draws: int,
     slots: dict[str, Any],
+    hidden: bool = False,
 ) -> list[Any]:
     """Each randomised method's attention error over ``draws`` seeds (its run's seed, then seed + 1, ...: the same
     runs Compare shows at those seeds), written as ± under its tile. Drawn after the maps, so the page's first picture
@@ -228,17 +247,23 @@ def draw_spread(
             errors.append(float(np.mean(again.metrics["attention_error"])))
             extra.append(redraw)
         slot = slots.get(labels[method])
-        if slot is not None and len(errors) > 1:
+        if slot is not None and len(errors) > 1 and not hidden:  # the spread tells the errors too
             slot.caption(
                 f"± {float(np.std(errors)):.3f} over {len(errors)} draws (range {min(errors):.3f} to {max(errors):.3f})"
             )
     return extra
 
 
-def token_rows_section(s: ui.Settings, runs: dict[str, Any], results: dict[str, Any], labels: dict[str, str]) -> None:
-    """Real input only: pick query tokens and see each method's row errors on them (head shown), on demand."""
+def token_rows_section(
+    s: ui.Settings, runs: dict[str, Any], results: dict[str, Any], labels: dict[str, str], hidden: bool = False
+) -> None:
+    """Real input only: pick query tokens and see each method's row errors on them (head shown), on demand; not while
+    a class room's question is open (``hidden``)."""
     tokens = computed.inputs(s).tokens
     if not tokens:
+        return
+    if hidden:
+        st.caption("Row errors of chosen query tokens: after the teacher's Reveal.")
         return
     with ui.on_demand("Row errors of chosen query tokens", "token_rows") as open_:
         if not open_:
