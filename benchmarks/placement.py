@@ -4,8 +4,8 @@
 
 Starts deploy/loopback.py's Redis, Dask scheduler and one worker started with ``--resources GPU=1`` (on a host
 without CUDA it computes on its CPU), then times ``service.placement.compute`` of the same light views, uncached,
-alternately with the worker's device (``cpu@worker``: sent to the worker, the result back in the result cache's
-bytes) and this process's (``cpu``), each ``--calls`` times after one warm-up call. Both sides compute with the same
+alternately with the worker's device (``cpu@worker``: sent to the worker, the result back as the result cache's
+parts, its JSON and arrays) and this process's (``cpu``), each ``--calls`` times after one warm-up call. Both sides compute with the same
 number of torch threads. Reports the medians side by side, their difference and the median of paired differences;
 writes placement.{md,json}.
 """
