@@ -11,8 +11,10 @@ queue places and progress bars. Only where a started job computes changes. What 
 - to the worker: the job's ``View`` (a frozen dataclass of plain settings, ``service.views``), the app's engine version,
   the time limit and a job id. The worker refuses a job from another engine version (its numbers would be cached
   under the wrong key).
-- back: the result in the result cache's own format (``service.result_cache.encode``: arrays plus JSON, never a pickle
-  of the result); the app stores it in the shared cache, so a job that fails or is cancelled leaves nothing there.
+- back: the result in the result cache's own parts (``service.result_cache.encode_parts``: its arrays plus the JSON of
+  its structure, never a pickle of the result), the arrays as raw buffers with no archive on the way; the app stores
+  it in the shared cache, so a job that fails or is cancelled leaves nothing there. A light call
+  (``service.placement``) is the same call without a job: no progress, and the app stops waiting to cancel it.
 - progress: ``report(fraction, label)`` on the worker logs an event on one topic; the app's client is subscribed to
   it and updates the waiting job (at most ``PROGRESS_PER_SECOND`` events per job).
 - cancellation: the app sets the job's Dask ``Event``; a thread on the worker waits on it and cancels the engine's
@@ -30,11 +32,11 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 
 from core import cancel as core_cancel
 from core import config
-from core import limits as core_limits
 from core.cancel import Cancelled, CancelToken
 from core.device import cpu_threads
 from service import result_cache
@@ -52,6 +54,10 @@ CANCEL_GRACE_SECONDS = 5.0  # a worker that has not stopped this long after the 
 CONNECT_SECONDS = 5.0
 RETRY_SECONDS = 10.0  # after a failed connection, jobs compute in-process this long before trying again
 GPU_RESOURCE = "GPU"
+# A result is fetched from its worker itself, not relayed by the scheduler (Dask's default): on loopback that took a
+# 4.7 MB result's fetch from 67 ms to 11 ms (benchmarks/placement.py). Replicas must reach the workers' ports, as
+# they do on one private network; where one cannot, Dask falls back to the scheduler after its connect timeout.
+GATHER_DIRECT = True
 
 
 class WorkerLost(RuntimeError):
@@ -133,8 +139,15 @@ def _watch_cancel(event: Any, token: CancelToken, finished: threading.Event) -> 
             return
 
 
-def compute_on_worker(task: Any, engine_version: str, limit: float, job_id: str) -> bytes:
-    """Run on a Dask worker: compute ``task`` (a View) under a token the app can cancel; the result's cache bytes."""
+def compute_on_worker(
+    task: Any, engine_version: str, limit: float, job_id: str | None = None
+) -> tuple[str, list[np.ndarray]]:
+    """Run on a Dask worker: compute ``task`` (a View) under a token with the time limit ``limit``; the result as the
+    cache's parts (``result_cache.encode_parts``: JSON and arrays, which Dask sends as raw buffers).
+
+    A heavy job (``job_id`` given) reports progress on ``PROGRESS_TOPIC`` and stops when the app sets the Dask
+    ``Event`` ``attn-cancel-<job_id>``. A light call (``job_id`` None, ``service.placement``) has neither: the app
+    stops waiting instead (light work ends within seconds)."""
     from distributed import Event, get_client, get_worker
 
     global _worker_process
@@ -147,41 +160,24 @@ def compute_on_worker(task: Any, engine_version: str, limit: float, job_id: str)
         )
     token = CancelToken(deadline=limit)
     finished = threading.Event()
-    watcher = threading.Thread(
-        # The client is looked up here: the watcher's own thread is outside the task's context.
-        target=_watch_cancel,
-        args=(Event(f"attn-cancel-{job_id}", client=get_client()), token, finished),
-        daemon=True,
-    )
-    watcher.start()
+    report: WorkerReport | None = None
+    if job_id is not None:
+        watcher = threading.Thread(
+            # The client is looked up here: the watcher's own thread is outside the task's context.
+            target=_watch_cancel,
+            args=(Event(f"attn-cancel-{job_id}", client=get_client()), token, finished),
+            daemon=True,
+        )
+        watcher.start()
+        report = WorkerReport(token, job_id, lambda msg: worker.log_event(PROGRESS_TOPIC, msg))
     threads = max(1, (torch.get_num_threads() or 1) // max(1, worker.state.nthreads))
-    report = WorkerReport(token, job_id, lambda msg: worker.log_event(PROGRESS_TOPIC, msg))
     try:
         with core_cancel.active(token), cpu_threads(threads):
             token.check()
             value = task.compute(report)
-        return result_cache.encode(value)
+        return result_cache.encode_parts(value)
     finally:
         finished.set()
-
-
-def compute_light_on_worker(task: Any, engine_version: str) -> bytes:
-    """Run on a Dask worker: a light view (``service.placement``) computed at once under the job time limit; its
-    result's cache bytes. No cancel event: the app stops waiting instead (light work ends within seconds)."""
-    from distributed import get_worker
-
-    global _worker_process
-    _worker_process = True
-    worker = get_worker()
-    if engine_version != result_cache.ENGINE_VERSION:
-        raise EngineMismatch(
-            f"worker {worker.name} runs engine {result_cache.ENGINE_VERSION}, the app {engine_version}: "
-            "deploy the same version of the app on every worker"
-        )
-    threads = max(1, (torch.get_num_threads() or 1) // max(1, worker.state.nthreads))
-    token = CancelToken(deadline=core_limits.job_seconds())
-    with core_cancel.active(token), cpu_threads(threads):
-        return result_cache.encode(task.compute(None))
 
 
 # ------------------------------------------------------------------ the app side
@@ -245,38 +241,58 @@ class ClusterRunner:
             job.label = str(message.get("label", ""))
 
     def run(self, job: Job, client: Any, worker: str | None = None) -> Any:
-        """Compute ``job`` on a worker (``worker``: that one only) and return its result; raises what the computation
-        raised there."""
+        """Compute a started heavy ``job`` on a worker (``worker``: that one only) and return its result; raises what
+        the computation raised there. Its progress follows the worker's reports; a cancel of its token reaches the
+        worker, which stops at its next step (left behind after ``CANCEL_GRACE_SECONDS``)."""
+        return self.compute(client, job.task, job.limit, job.token, worker=worker, job=job, name=job.name)
+
+    def compute(
+        self,
+        client: Any,
+        task: Any,
+        limit: float,
+        token: CancelToken | None,
+        *,
+        worker: str | None = None,
+        job: Job | None = None,
+        name: str | None = None,
+    ) -> Any:
+        """``task``'s result computed on a worker (``worker``: that one only) under the time limit ``limit``; raises
+        what the computation raised there. Without a ``job`` (a light call) a cancel of ``token`` stops the wait at
+        once and the worker's result is dropped; with one, the worker is told to stop."""
         from distributed import Event, KilledWorker
 
         job_id = uuid.uuid4().hex
-        cancel_event = Event(f"attn-cancel-{job_id}", client=client)
-        self._waiting[job_id] = job
+        cancel_event = Event(f"attn-cancel-{job_id}", client=client) if job is not None else None
+        if job is not None:
+            self._waiting[job_id] = job
         future = client.submit(
             compute_on_worker,
-            job.task,
+            task,
             result_cache.ENGINE_VERSION,
-            job.limit,
-            job_id,
-            key=f"attn-{job.name}-{job_id}",
+            limit,
+            job_id if job is not None else None,
+            key=f"attn-{name or 'light-' + type(task).__name__}-{job_id}",
             pure=False,
-            resources=resources_for(job.task),
+            resources=resources_for(task),
             workers=[worker] if worker is not None else None,
             allow_other_workers=False,
         )
         cancelled_at: float | None = None
         done = done_event(future)
         try:
-            while True:
-                if done.wait(POLL_SECONDS):
-                    data = future.result()
-                    break
-                if cancelled_at is None and job.token.cancelled:
+            while not done.wait(POLL_SECONDS):
+                if cancelled_at is None and token is not None and token.cancelled:
+                    if cancel_event is None:  # a light call: stop waiting now
+                        future.cancel()
+                        raise Cancelled(token.reason or "cancelled")
                     cancel_event.set()
                     cancelled_at = time.monotonic()
                 if cancelled_at is not None and time.monotonic() - cancelled_at > CANCEL_GRACE_SECONDS:
                     future.cancel()
-                    raise Cancelled(f"{job.token.reason or 'cancelled'} (the worker did not stop in time)")
+                    reason = (token.reason if token is not None else None) or "cancelled"
+                    raise Cancelled(f"{reason} (the worker did not stop in time)")
+            meta, arrays = client.gather(future, direct=GATHER_DIRECT)
         except KilledWorker as exc:
             raise WorkerLost(
                 f"the workers computing this died ({exc.allowed_failures + 1} tries); the job was not cached. "
@@ -284,12 +300,12 @@ class ClusterRunner:
             ) from None
         finally:
             self._waiting.pop(job_id, None)
-            if cancelled_at is not None:
+            if cancel_event is not None and cancelled_at is not None:
                 try:
                     cancel_event.clear()  # frees it on the scheduler
                 except Exception:
                     pass
-        return result_cache.decode(data)
+        return result_cache.decode_parts(meta, arrays)
 
     def close(self) -> None:
         with self._lock:

@@ -8,8 +8,9 @@ A view names its device in its ``device`` field. Besides ``cpu`` and ``cuda`` it
 ``cpu@worker`` or ``cuda@worker``: the page chose a device that a cluster worker has. Such a view, and a plain
 ``cuda`` view in a process without CUDA, computes on a worker that reports that device (for ``cuda`` also one that
 advertises the ``GPU`` resource); the worker reduces the result to display size on its device, as in-process
-computation does, and sends back the result cache's bytes. With no worker that fits, or without a scheduler
-(``ATTN_EXPLORER_SCHEDULER``), it computes here, exactly as before. On a worker everything computes in place.
+computation does, and sends back the result cache's parts (its JSON and arrays). With no worker that fits, or
+without a scheduler (``ATTN_EXPLORER_SCHEDULER``), it computes here, exactly as before. On a worker everything
+computes in place.
 
 Workers report their devices (``core.device.available_devices()``), host name and pid through ``client.run``; the
 answer is kept ``DEVICES_SECONDS``.
@@ -21,18 +22,16 @@ import os
 import socket
 import threading
 import time
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from core import cancel as core_cancel
 from core import device as core_device
-from core.cancel import Cancelled
-from service import dask_client, result_cache
+from core import limits as core_limits
+from service import dask_client
 
 REMOTE = "@worker"  # a device name's suffix: that device on a cluster worker
 DEVICES_SECONDS = 5.0
-POLL_SECONDS = 0.05
 
 
 @dataclass(frozen=True)
@@ -197,27 +196,13 @@ def compute(view: Any, report: Any = None) -> Any:
 
 
 def run_remote(view: Any, placement: Placement) -> Any:
+    """``view`` computed on the worker ``placement`` names, under the job time limit; waiting follows this thread's
+    cancel token (a cancel stops the wait at once)."""
     runner = dask_client.runner()
     client = runner.client() if runner is not None else None
-    if client is None:  # the scheduler went away since ``where``: compute here
+    if runner is None or client is None:  # the scheduler went away since ``where``: compute here
         return view.compute(None)
-    parent = core_cancel.current()
-    future = client.submit(
-        dask_client.compute_light_on_worker,
-        view,
-        result_cache.ENGINE_VERSION,
-        key=f"attn-light-{type(view).__name__}-{uuid.uuid4().hex}",
-        pure=False,
-        workers=[placement.worker] if placement.worker else None,
-        allow_other_workers=False,
-        resources=dask_client.resources_for(view),
-    )
-    done = dask_client.done_event(future)
-    while not done.wait(POLL_SECONDS):
-        if parent is not None and parent.cancelled:
-            future.cancel()
-            raise Cancelled(parent.reason or "cancelled")
-    return result_cache.decode(future.result())
+    return runner.compute(client, view, core_limits.job_seconds(), core_cancel.current(), worker=placement.worker)
 
 
 __all__ = [

@@ -404,12 +404,26 @@ def _decode(node: Any, arrays: Any) -> Any:
     raise ValueError(f"unknown node {sorted(node)}")
 
 
+def encode_parts(value: Any) -> tuple[str, list[np.ndarray]]:
+    """``value`` as the two parts of its bytes, before they are archived: the JSON of its structure and its arrays
+    (C-contiguous; raises TypeError for values that are not plain data). A worker sends these back
+    (``service.dask_client``): Dask moves the arrays as raw buffers, with no archive to write and read on the way."""
+    encoder = _Encoder()
+    return json.dumps(encoder.encode(value)), encoder.arrays
+
+
+def decode_parts(meta: str, arrays: list[np.ndarray]) -> Any:
+    """The value ``encode_parts`` gave ``(meta, arrays)`` for: the same value ``decode(encode(value))`` gives."""
+    if not all(isinstance(a, np.ndarray) and not a.dtype.hasobject for a in arrays):
+        raise ValueError("the parts hold something other than plain arrays")
+    return _decode(json.loads(meta), {f"a{i}": a for i, a in enumerate(arrays)})
+
+
 def encode(value: Any) -> bytes:
     """``value`` as npz bytes (raises TypeError for values that are not plain data)."""
-    encoder = _Encoder()
-    meta = json.dumps(encoder.encode(value))
+    meta, arrays = encode_parts(value)
     buffer = io.BytesIO()
-    payload: dict[str, Any] = {f"a{i}": a for i, a in enumerate(encoder.arrays)}
+    payload: dict[str, Any] = {f"a{i}": a for i, a in enumerate(arrays)}
     payload[META] = np.frombuffer(meta.encode(), dtype=np.uint8)
     np.savez(buffer, **payload)
     return buffer.getvalue()

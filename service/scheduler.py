@@ -423,13 +423,21 @@ def run_here(
     task: Any = None,
     expire: float | None = None,
 ) -> T:
-    """A heavy result without a front end: the shared cache, else computed at once in this thread under the job
-    time limit (and the caller's cancel token), then stored."""
+    """A heavy result without a front end: the shared cache, else ``run_at_once`` under the caller's cancel token."""
     full = result_cache.make_key(name, key)
     hit = result_cache.get_key(full)
     if hit is not None:
         return cast(T, hit)
-    token = CancelToken(deadline=job_seconds(), parent=core_cancel.current())
+    return run_at_once(full, compute, expire, parent=core_cancel.current())
+
+
+def run_at_once(
+    full: str, compute: Callable[[Report], T], expire: float | None = None, *, parent: CancelToken | None
+) -> T:
+    """``compute`` at once in this thread under the job time limit and ``parent``'s cancel (raises Cancelled), stored
+    under the cache key ``full`` unless cancelled (a stopped page run does not spend a second writing the cache).
+    ``run_here`` and the front end's light path (``ui.jobs.run_heavy``) both compute this way."""
+    token = CancelToken(deadline=job_seconds(), parent=parent)
     with core_cancel.active(token):
         value = compute(Report(token))
     if not token.cancelled:

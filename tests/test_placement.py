@@ -8,17 +8,21 @@ on a host without CUDA (or with it hidden: every check here asks for the worker'
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import os
 import shutil
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 from ci_env import unavailable
 
 from core import config
 from core import device as core_device
+from core.device import cpu_threads
 from service import compute, dask_client, placement, views
 
 SPEC = views.InputSpec("clustered", 64, 16, 2, 4, 0.1, 11)
@@ -133,6 +137,50 @@ def test_a_light_call_on_the_worker_device_computes_there(replica: Any) -> None:
     for name, values in here.metrics.items():
         assert there.metrics[name] == pytest.approx(values, rel=1e-5, abs=1e-7), name
     assert cpu_seconds() - before_here < 5.0  # sanity: nothing here took long
+
+
+def assert_same(there: Any, here: Any, path: str = "result") -> None:
+    """``there`` equals ``here``: arrays bit for bit (dtype, shape, writability, bytes), everything else equal, except
+    a result's measured ``seconds``."""
+    assert type(there) is type(here), f"{path}: {type(there).__name__} vs {type(here).__name__}"
+    if dataclasses.is_dataclass(here):
+        for item in dataclasses.fields(here):
+            if item.name != "seconds":  # a measured run time: differs between any two runs
+                assert_same(getattr(there, item.name), getattr(here, item.name), f"{path}.{item.name}")
+    elif isinstance(here, np.ndarray):
+        assert (there.dtype, there.shape) == (here.dtype, here.shape), path
+        assert there.flags.writeable == here.flags.writeable, path
+        assert there.tobytes() == here.tobytes(), f"{path}: the numbers differ"
+    elif isinstance(here, dict):
+        assert list(there) == list(here), path
+        for name, value in here.items():
+            assert_same(there[name], value, f"{path}[{name!r}]")
+    elif isinstance(here, (list, tuple)):
+        assert len(there) == len(here), path
+        for index, (a, b) in enumerate(zip(there, here, strict=True)):
+            assert_same(a, b, f"{path}[{index}]")
+    elif isinstance(here, float) and math.isnan(here):
+        assert math.isnan(there), path
+    else:
+        assert there == here, f"{path}: {there!r} vs {here!r}"
+
+
+def test_a_result_through_the_worker_equals_the_one_computed_here(replica: Any) -> None:
+    """A light call sent to the worker changes no number the page shows: its result, back through Dask, equals the
+    same view computed in this process with the worker's number of torch threads (deploy/loopback.py gives its one
+    worker every core)."""
+    spec = SPEC.replace(n=256, seed=103)
+    remote = (
+        views.ExactAttention(spec, 5.0, "cpu@worker"),
+        views.MethodRun.of(spec, 5.0, "cpu@worker", "performer", {}, 0),
+        views.MethodRun.of(spec.replace(n=1100), 5.0, "cpu@worker", "exact", {}, 0),  # reduced on the worker
+    )
+    for view in remote:
+        assert placement.where(view).remote
+        there = placement.compute(view)
+        with cpu_threads(max(1, len(os.sched_getaffinity(0)))):
+            here = view.replace(device="cpu").compute(None)
+        assert_same(there, here, type(view).__name__)
 
 
 def test_choosing_the_worker_device_sends_a_compare_visit_to_the_worker(

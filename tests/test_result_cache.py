@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 import diskcache
 import numpy as np
 import pytest
+import torch
 
 from core.errors import ConfigError
 from service import compute, result_cache, views
@@ -87,6 +89,29 @@ def test_array_shapes_survive_the_round_trip(cache_dir: Path) -> None:
     for name, array in value.items():
         assert back[name].shape == array.shape, name
     assert int(back["factor"]) == 4
+
+
+def test_the_parts_a_worker_sends_give_the_value_the_bytes_give() -> None:
+    """``encode_parts``/``decode_parts`` (what a Dask worker sends back) rebuild what ``encode``/``decode`` do, with
+    the same arrays' numbers, dtypes and shapes; parts holding anything but plain arrays are refused."""
+    value = {
+        "grid": np.arange(6, dtype=np.float32).reshape(2, 3).T,  # not contiguous: sent contiguous
+        "factor": np.asarray(4),
+        "t": torch.arange(3, dtype=torch.float64),
+        "rows": (1, 2.5, float("nan"), None, "x"),
+    }
+    meta, arrays = result_cache.encode_parts(value)
+    assert all(isinstance(a, np.ndarray) and a.flags.c_contiguous for a in arrays)
+    via_parts, via_bytes = result_cache.decode_parts(meta, arrays), result_cache.decode(result_cache.encode(value))
+    assert list(via_parts) == list(via_bytes) == list(value)
+    for name in ("grid", "factor"):
+        got, expected = via_parts[name], via_bytes[name]
+        assert (got.dtype, got.shape, got.tobytes()) == (expected.dtype, expected.shape, expected.tobytes()), name
+    assert torch.equal(via_parts["t"], via_bytes["t"])
+    rows = via_parts["rows"]
+    assert rows[:2] == (1, 2.5) and math.isnan(rows[2]) and rows[3:] == (None, "x")
+    with pytest.raises(ValueError, match="plain arrays"):
+        result_cache.decode_parts(meta, [np.array([object()], dtype=object), *arrays[1:]])
 
 
 def test_large_values_are_written_in_few_chunks_not_line_by_line(

@@ -17,7 +17,7 @@ from core.cancel import Cancelled, CancelToken
 from service import result_cache
 from service import scheduler as service_scheduler
 from service.dask_client import EngineMismatch, WorkerLost
-from service.scheduler import LIGHT_SECONDS, POLL_SECONDS, Job, Report, Scheduler, estimate_seconds, job_seconds
+from service.scheduler import LIGHT_SECONDS, POLL_SECONDS, Job, Report, Scheduler, estimate_seconds
 from ui import page_lifecycle, streamlit_compat
 
 __all__ = ["LIGHT_SECONDS", "estimate_seconds", "page_token", "run_heavy"]
@@ -121,16 +121,11 @@ def run_heavy(
     session_id = _session_id()
 
     if estimate_seconds is not None and estimate_seconds <= LIGHT_SECONDS:
-        token = CancelToken(deadline=job_seconds(), parent=page_token())
         try:
-            with core_cancel.active(token):
-                value = compute(Report(token))
+            return service_scheduler.run_at_once(full, compute, expire, parent=page_token())
         except Cancelled as exc:
             st.error(f"{title} stopped: {exc}")
             _halt()
-        if not token.cancelled:  # a stopped page run does not spend a second writing the cache
-            result_cache.put_key(full, value, expire)
-        return value
 
     widget = f"jobs_{full.replace(':', '_')[:40]}"  # one Cancel button per job, even with many on a page
     cancelled: set[str] = st.session_state.setdefault("_jobs_cancelled", set())
