@@ -31,7 +31,8 @@ run_step "ruff format" ruff format --check .
 run_step "mypy" mypy core service ui
 run_step "import contracts" lint-imports
 # pytest in two parts (tests/conftest.py, --part): first the tests that may share the machine, on PYTEST_WORKERS
-# pytest-xdist workers (default 2, one per core; each worker takes whole files, so a file's module fixtures start once),
+# pytest-xdist workers (default 2, one per core; each worker takes whole files, so a file's module fixtures start once;
+# the longest files first, tests/suite_order.py),
 # then, alone, the ones that time work or count CPU and memory (SERIAL_FILES in tests/conftest.py, marker serial).
 # PYTEST_WORKERS=0 runs the whole suite in one serial pytest. Given extra arguments, a part that selects no test
 # (pytest's exit status 5) passes.
@@ -50,7 +51,8 @@ workers="${PYTEST_WORKERS:-2}"
 if [ "$workers" = 0 ]; then
     run_step "pytest" python -m pytest "$@"
 else
-    run_step "pytest, parallel part" pytest_part parallel -n "$workers" --dist loadfile "$@"
+    run_step "pytest, parallel part" pytest_part parallel -n "$workers" --dist loadfile --no-loadscope-reorder \
+        -p tests.suite_order "$@"
     run_step "pytest, serial part" pytest_part serial "$@"
 fi
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 # Browser tests run in the parallel part (each xdist worker has its own app server and Chromium) except the ones
-# that measure their server's CPU or stop time.
+# that measure their server's CPU or stop time. tests/browser/test_proxy.py (two replicas behind nginx) times nothing:
+# it checks where requests went and the shared cache's hit and miss counts, so it runs in the parallel part.
 PARTS = ("all", "parallel", "serial")
 SERIAL_FILES = {
     "tests/test_cancel.py": "a cancelled job stops within a bound",
@@ -28,9 +29,34 @@ SERIAL_FILES = {
     "tests/test_warmup.py": "the warm-up's timings",
     "tests/browser/test_cancel_browser.py": "the server's CPU rate after a tab closes",
     "tests/browser/test_heavy_links.py": "the server's CPU rate and the job limit",
-    "tests/browser/test_proxy.py": "two replicas' sessions and cache hits",
     "tests/browser/test_rooms_browser.py": "students follow the teacher within 2 s",
 }
+
+
+# The parallel part's longest files, longest first (docs/development.md, "Where CI's time goes"). scripts/test.sh
+# hands pytest-xdist these first (tests/suite_order.py): `--dist loadfile` gives a worker whole files in queue order,
+# and pytest-xdist's own order (most tests first) put files of few but long tests last, where one worker ran them
+# while the other had nothing left to take.
+LONGEST_FIRST = (
+    "tests/browser/test_app_pages.py",
+    "tests/browser/test_readable.py",
+    "tests/browser/test_presenter_lessons.py",
+    "tests/browser/test_fragments.py",
+    "tests/browser/test_presenter.py",
+    "tests/browser/test_proxy.py",
+    "tests/browser/test_lessons_browser.py",
+)
+
+
+def longest_first(items: list[pytest.Item], root: Path) -> list[pytest.Item]:
+    """``items`` file by file: the files of ``LONGEST_FIRST`` in its order, then the others by their number of tests,
+    most first (pytest-xdist's own order), ties in collection order. A file's tests keep their order."""
+    by_file: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        by_file.setdefault(Path(item.path).resolve().relative_to(root).as_posix(), []).append(item)
+    rank = {path: index for index, path in enumerate(LONGEST_FIRST)}
+    files = sorted(by_file, key=lambda path: (rank.get(path, len(rank)), -len(by_file[path])))
+    return [item for path in files for item in by_file[path]]
 
 
 def is_serial(item: pytest.Item, root: Path) -> bool:

@@ -7,8 +7,9 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
-from suite_parts import SERIAL_FILES
+from suite_parts import LONGEST_FIRST, SERIAL_FILES, longest_first
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -17,7 +18,7 @@ SAMPLE = [
     "tests/test_limits.py",
     "tests/test_palette.py",
     "tests/browser/test_share_box.py",
-    "tests/browser/test_proxy.py",
+    "tests/browser/test_cancel_browser.py",
 ]
 
 
@@ -52,7 +53,41 @@ def test_the_two_parts_are_disjoint_and_together_the_whole_suite() -> None:
 
 def test_the_check_runs_both_parts() -> None:
     test_sh = (Path(REPO_ROOT) / "scripts" / "test.sh").read_text()
-    assert 'pytest_part parallel -n "$workers" --dist loadfile "$@"' in test_sh
+    parallel = 'pytest_part parallel -n "$workers" --dist loadfile --no-loadscope-reorder -p tests.suite_order "$@"'
+    assert parallel in " ".join(test_sh.replace("\\\n", " ").split())
     assert 'pytest_part serial "$@"' in test_sh
     requirements = (Path(REPO_ROOT) / "requirements-dev.txt").read_text().splitlines()
     assert any(line.startswith("pytest-xdist==") for line in requirements)
+
+
+def test_the_longest_files_go_first_then_the_most_tests() -> None:
+    def items(path: str, count: int) -> list[SimpleNamespace]:
+        return [SimpleNamespace(path=REPO_ROOT / path, name=f"{path}::{i}") for i in range(count)]
+
+    collected_order = [
+        *items("tests/test_few.py", 1),
+        *items(LONGEST_FIRST[1], 2),
+        *items("tests/test_many.py", 5),
+        *items(LONGEST_FIRST[0], 3),
+        *items("tests/test_some.py", 2),
+        *items("tests/test_also_some.py", 2),
+    ]
+    ordered = longest_first(collected_order, REPO_ROOT)  # type: ignore[arg-type]
+    assert sorted(ordered, key=id) == sorted(collected_order, key=id)  # nothing lost, nothing added
+    files = [str(Path(item.path).relative_to(REPO_ROOT)) for item in ordered]
+    assert list(dict.fromkeys(files)) == [
+        LONGEST_FIRST[0],
+        LONGEST_FIRST[1],
+        "tests/test_many.py",
+        "tests/test_some.py",
+        "tests/test_also_some.py",
+        "tests/test_few.py",
+    ]
+    # A file's tests keep their order, and stay together.
+    assert [item.name for item in ordered[:3]] == [f"{LONGEST_FIRST[0]}::{i}" for i in range(3)]
+
+
+def test_every_longest_first_file_is_in_the_parallel_part() -> None:
+    for path in LONGEST_FIRST:
+        assert (REPO_ROOT / path).is_file(), path
+        assert path not in SERIAL_FILES, path

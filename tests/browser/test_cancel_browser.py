@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import psutil
 import pytest
@@ -42,19 +41,31 @@ def cpu_rate(process: psutil.Process, window: float) -> float:
     return (cpu_seconds(process) - start) / window
 
 
-@pytest.fixture
-def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, psutil.Process]]:
-    # An empty result cache, so the link computes instead of being served from an earlier run.
-    monkeypatch.setenv("ATTN_EXPLORER_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("ATTN_EXPLORER_JOB_SECONDS", "300")
-    monkeypatch.setenv("ATTN_EXPLORER_SLOTS", "1")
-    monkeypatch.setenv("ATTN_EXPLORER_WARMUP", "0")  # the start-up warm-up computes whenever the server is idle
-    with streamlit_server() as running:
-        yield running.url, psutil.Process(running.process.pid)
+def wait_idle(process: psutil.Process, timeout: float = 120.0) -> None:
+    """Let an earlier test's work (or start-up) finish, so each test measures only itself."""
+    deadline = time.monotonic() + timeout
+    while cpu_rate(process, 0.5) >= IDLE_RATE:
+        assert time.monotonic() < deadline, "the server never went idle before the test started"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, psutil.Process]]:
+    """One server for the module. Its result cache starts empty and never holds HEAVY_LINK: every test cancels that
+    job (a closed tab, the Cancel button), and the regime map is cached only whole, so each test's HEAVY_LINK
+    computes from the start. The last test lets a smaller link finish (n = 512), which no other test opens."""
+    with pytest.MonkeyPatch.context() as patch:
+        # An empty result cache, so the link computes instead of being served from an earlier run.
+        patch.setenv("ATTN_EXPLORER_CACHE_DIR", str(tmp_path_factory.mktemp("cancel") / "cache"))
+        patch.setenv("ATTN_EXPLORER_JOB_SECONDS", "300")
+        patch.setenv("ATTN_EXPLORER_SLOTS", "1")
+        patch.setenv("ATTN_EXPLORER_WARMUP", "0")  # the start-up warm-up computes whenever the server is idle
+        with streamlit_server() as running:
+            yield running.url, psutil.Process(running.process.pid)
 
 
 def test_closing_the_tab_stops_the_job_within_two_seconds(browser: Browser, server: tuple[str, psutil.Process]) -> None:
     url, process = server
+    wait_idle(process)
     context = browser.new_context(viewport=VIEWPORT)
     page = context.new_page()
     page.goto(url + HEAVY_LINK)
@@ -81,6 +92,7 @@ def test_closing_the_tab_stops_the_job_within_two_seconds(browser: Browser, serv
 
 def test_cancel_button_stops_the_job_and_offers_a_rerun(browser: Browser, server: tuple[str, psutil.Process]) -> None:
     url, process = server
+    wait_idle(process)
     context = browser.new_context(viewport=VIEWPORT)
     page = context.new_page()
     try:
@@ -105,6 +117,7 @@ def test_cancel_button_stops_the_job_and_offers_a_rerun(browser: Browser, server
 
 def test_a_second_session_sees_its_place_in_the_queue(browser: Browser, server: tuple[str, psutil.Process]) -> None:
     url, process = server
+    wait_idle(process)
     first, second = browser.new_context(viewport=VIEWPORT), browser.new_context(viewport=VIEWPORT)
     try:
         running = first.new_page()

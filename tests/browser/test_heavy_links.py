@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import Browser
 
 from .helpers import VIEWPORT, streamlit_server
-from .test_cancel_browser import BUSY_RATE, IDLE_RATE, STOP_BOUND_S, cpu_rate
+from .test_cancel_browser import BUSY_RATE, IDLE_RATE, STOP_BOUND_S, cpu_rate, wait_idle
 
 JOB_SECONDS = 60.0  # the default limit: the issue's links must settle within it
 KERNELS_ISSUE = (
@@ -60,13 +60,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, psut
         patch.setenv("ATTN_EXPLORER_WARMUP", "0")
         with streamlit_server() as running:
             yield running.url, psutil.Process(running.process.pid)
-
-
-def wait_idle(process: psutil.Process, timeout: float = 120.0) -> None:
-    """Let an earlier case's work (or start-up) finish, so each case measures only itself."""
-    deadline = time.monotonic() + timeout
-    while cpu_rate(process, 0.5) >= IDLE_RATE:
-        assert time.monotonic() < deadline, "the server never went idle before the case started"
 
 
 def script_running(page: object) -> bool:
