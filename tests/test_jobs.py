@@ -14,9 +14,34 @@ from streamlit.testing.v1 import AppTest
 
 from core.cancel import Cancelled
 from core.errors import ConfigError, ParameterError
-from service import scheduler
+from service import result_cache, scheduler
 from service.scheduler import Scheduler
 from ui import jobs
+
+# A job cancelled by its last session leaving must stop this soon (a closed tab frees its slot within 2 s).
+STOP_SECONDS = 2.0
+
+
+@pytest.fixture(autouse=True)
+def _no_work_left_behind() -> Iterator[None]:
+    """Every test here leaves the process-wide scheduler idle and the result cache's writer done. A job still queued or
+    running after a test (a blocker never released, a cancelled job that keeps computing) would take a core from the
+    tests that run next in the same process: the serial part's timed ones (tests/test_limits.py) assume an idle
+    machine. Waits up to ``STOP_SECONDS`` for running jobs to end, then fails the test naming what was left (and
+    releases it, so the next test starts clean). The schedulers ``make_scheduler`` builds are shut down, which
+    waits for their jobs, before this runs."""
+    yield
+    sched = scheduler._scheduler  # the process-wide one, where a test (or a page in AppTest) made it
+    if sched is not None:
+        deadline = time.monotonic() + STOP_SECONDS
+        while sched.jobs() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        left = sched.jobs()
+        for job in left:
+            for owner in list(job.owners):
+                sched.release(job, owner, "the test ended")
+        assert not left, f"work left running after the test: {[(job.name, job.key, job.state) for job in left]}"
+    result_cache.flush_writes()
 
 
 @pytest.fixture
