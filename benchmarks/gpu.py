@@ -39,7 +39,7 @@ import subprocess
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -557,8 +557,7 @@ def _measure(
 def compare_runs(plan: Plan) -> tuple[Any, float, list[Any]]:
     """(input spec, beta, one ``MethodRun`` view per default method) of the Compare page's default view at n = 4096
     (the dry run: 256) on the check's device."""
-    from service import views
-    from ui import fields, presets
+    from service import fields, views  # the page defaults without the ui package (its __init__ loads Streamlit)
 
     n = 256 if plan.dry_run else COMPARE_N
     defaults = dict(fields.DEFAULTS)
@@ -579,7 +578,7 @@ def compare_runs(plan: Plan) -> tuple[Any, float, list[Any]]:
         views.MethodRun.of(
             spec, beta, device_name, m, core.budget_params(m, n, spec.d, defaults["budget"]), defaults["seed"]
         )
-        for m in presets.COMPARE_METHODS
+        for m in fields.COMPARE_METHODS
     ]
     return spec, beta, runs
 
@@ -587,8 +586,7 @@ def compare_runs(plan: Plan) -> tuple[Any, float, list[Any]]:
 def compare_view(plan: Plan) -> dict[str, Any]:
     """The Compare page's default view through service.compute: exact, then each default method with its errors, as the
     page computes them (no cache). Warm: the second pass is timed."""
-    from service import compute, views
-    from ui import presets
+    from service import compute, fields, views
 
     spec, beta, runs = compare_runs(plan)
     device_name = plan.device.type
@@ -608,7 +606,7 @@ def compare_view(plan: Plan) -> dict[str, Any]:
     return {
         "n": spec.n,
         "heads": spec.heads,
-        "methods": list(presets.COMPARE_METHODS),
+        "methods": list(fields.COMPARE_METHODS),
         "cold_total_s": passes[0]["total_s"],
         "warm_total_s": passes[1]["total_s"],
         "warm_engine_s": passes[1]["engine_s"],
@@ -993,6 +991,16 @@ def _end_leftovers(started: list[Any]) -> None:
                 proc.kill()
 
 
+def preloaded_modules(steps: Collection[str]) -> list[str]:
+    """What the fork server imports before any step starts. Streamlit only with the pages step (AppTest drives the
+    pages): the engine's steps read the page defaults from ``service.fields``, so they run on a host without it."""
+    engine = (
+        ["service.compute", "service.views", "service.fields"] if {"compare", "cluster", "pages"} & set(steps) else []
+    )
+    front = ["ui.page_registry"] if "pages" in steps else []  # loads the ui package, and Streamlit with it
+    return ["benchmarks.gpu", "core", *engine, *front]
+
+
 def run_step(
     name: str, plan: Plan, out: Path, limit_s: float, on_progress: Callable[[dict[str, Any]], None]
 ) -> tuple[dict[str, Any], str, float]:
@@ -1109,8 +1117,7 @@ def run(
     report["planned_limits_s"] = {k: (round(v, 1) if isinstance(v, float) else v) for k, v in planned.items()}
     print(f"==> plan (budget {budget_s} s): {json.dumps(report['planned_limits_s'])}", flush=True)
     # Steps run in processes forked from a server that imported the engine once and never touched CUDA.
-    ui = ["service.compute", "service.views", "ui.presets"] if {"compare", "cluster", "pages"} & set(steps) else []
-    multiprocessing.set_forkserver_preload(["benchmarks.gpu", "core", *ui])
+    multiprocessing.set_forkserver_preload(preloaded_modules(steps))
     warm = multiprocessing.get_context("forkserver").Process(target=time.sleep, args=(0,))
     warm.start()  # the server's imports, before any step's clock starts
     warm.join()

@@ -9,6 +9,8 @@ benchmarks run it without a web front end.
 - ``service.scheduler``: admission, the fair queue, progress, cancel and the time limit of heavy jobs.
 - ``service.dask_client``: the client of a Dask cluster that runs heavy jobs on its workers.
 - ``service.uploads``, ``service.prefetch``: uploaded q, k, v and work done ahead for Compare.
+- ``service.fields``: the shared settings' fields and the pages' defaults, plain data (``ui.fields`` and
+  ``ui.presets`` re-export them), so bare-host tools such as the GPU check read them without Streamlit.
 
 Where the service needs the front end (whether a session is still connected, how a page waits for a job, the page
 run's cancel token), the front end installs a hook at startup: ``service.scheduler.install`` (``ui.jobs`` calls it)

@@ -84,11 +84,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
-    if part == "serial":
-        # The engine's timing calibration first: the scheduler's tests (tests/test_jobs.py) can leave a job thread
-        # winding down on a core, and an estimate made for an idle machine then meets one busy core (a known defect
-        # of the scheduler's tests' clean-up, in issue 41's note).
-        items.sort(key=lambda item: Path(item.path).name != "test_limits.py")
 
 
 def pytest_configure(config: pytest.Config) -> None:

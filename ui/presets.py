@@ -1,12 +1,37 @@
 """The Home page's preset links, as data, with what each one teaches (tests/test_teaching_defaults.py pins it).
 
-Every preset starts from the shared sidebar defaults (ui.fields.DEFAULTS) and names only what it changes.
+Every preset starts from the shared sidebar defaults (service/fields.py's DEFAULTS) and names only what it changes.
 """
 
 from __future__ import annotations
 
 import urllib.parse
 from dataclasses import dataclass
+
+# Page defaults beside the shared sidebar defaults (the pages import them from here; the tests pin what they show),
+# declared with the shared fields in service/fields.py, which imports no Streamlit.
+from service.fields import (
+    COMPARE_METHODS,
+    COMPARE_REDRAWS,
+    EVE_METHODS,
+    EVE_POINTS,
+    EVE_REDRAWS,
+    EVE_TAUS,
+    MAX_REDRAWS,
+)
+
+__all__ = [
+    "COMPARE_METHODS",
+    "COMPARE_REDRAWS",
+    "EVE_METHODS",
+    "EVE_POINTS",
+    "EVE_REDRAWS",
+    "EVE_TAUS",
+    "MAX_REDRAWS",
+    "METHODS",
+    "PRESETS",
+    "Preset",
+]
 
 
 @dataclass(frozen=True)
@@ -110,12 +135,3 @@ PRESETS = [
         claims=("performer < nystrom",),  # the tiles: sentence-embedding cosine to the exact model's
     ),
 ]
-
-# Page defaults beside the shared sidebar defaults (the pages import them; the tests pin what they show).
-COMPARE_METHODS = ["performer", "lsh", "scatterbrain", "nystrom"]
-EVE_METHODS = ["lsh", "performer", "scatterbrain"]
-EVE_TAUS = (0.03, 3.0)
-EVE_POINTS = 12
-EVE_REDRAWS = 3  # draws of each randomised method: the band around its curve
-COMPARE_REDRAWS = 3  # and the ± under its tile on Compare
-MAX_REDRAWS = 10
