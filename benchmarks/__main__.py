@@ -21,15 +21,16 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark(
         "benchmarks.first_visit",
         "each page's default link in fresh Chromium contexts, warmed server: time to the first chart with data",
-        "python -m benchmarks.first_visit --baseline <ref> --contexts 5   (and --cold --name first_visit_cold)",
-        "first_visit.{md,json}, first_visit_cold.{md,json}",
+        "python -m benchmarks.first_visit --baseline <ref> --contexts 5   (and --cold --name first_visit_cold; "
+        "issue 41's before/after: --baseline 433948f --name first_visit_service)",
+        "first_visit.{md,json}, first_visit_cold.{md,json}, first_visit_service.{md,json}",
         "--quick --out /tmp/bench",
     ),
     Benchmark(
         "benchmarks.load",
         "a class on one server: 40 sessions on one link, 20 distinct, a light page beside a heavy one, memory",
-        "python -m benchmarks.load --baseline <ref>",
-        "load_cpu.{md,json,csv}",
+        "python -m benchmarks.load --baseline <ref>   (issue 41's: --baseline 433948f --name load_service)",
+        "load_cpu.{md,json,csv}, load_service.{md,json,csv}",
         "--quick --out /tmp/bench",
     ),
     Benchmark(
