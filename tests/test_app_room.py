@@ -90,7 +90,8 @@ def _assert_answer_hidden(at: AppTest, labels: list[str]) -> None:
 
 def _assert_answer_shown(at: AppTest, labels: list[str]) -> dict[str, float]:
     tiles = _tiles(at)
-    numbers = {label: float(tiles[label]) for label in labels}  # a number again, not the placeholder
+    assert not [label for label in labels if tiles[label] == room_ui.HIDDEN_VALUE], tiles
+    numbers = {label: float(tiles[label]) for label in labels}
     assert [text for text in _chart_titles(at) if NUMBER.search(text)], _chart_titles(at)
     assert _error_columns(at) == {"attention error", "output error"}
     return numbers

@@ -106,21 +106,22 @@ def answers_hidden() -> bool:
     return bool(mine and mine.get("hidden"))
 
 
-def _step_question() -> tuple[str, Any] | None:
-    """The question the URL's lesson step carries, with its room id ("<lesson>-<step>"), or None."""
+def _lesson_step() -> tuple[int, str, Any]:
+    """The URL's lesson step (from 1; 0 outside a lesson), the room id of its question ("<lesson>-<step>", "" for
+    none) and the question (None for none)."""
     from ui import lessons
     from ui.url_params import GUIDE_KEY, STEP_KEY
 
     found = lessons.position(plain_param(GUIDE_KEY), plain_param(STEP_KEY))
     if not found:
-        return None
+        return 0, "", None
+    step = found[1] + 1
     question = found[0].steps[found[1]].question
-    return None if question is None else (f"{found[0].id}-{found[1] + 1}", question)
+    return step, ("" if question is None else f"{found[0].id}-{step}"), question
 
 
 def _step_question_id() -> str:
-    found = _step_question()
-    return found[0] if found else ""
+    return _lesson_step()[1]
 
 
 def _script(url_path: str) -> str:
@@ -394,16 +395,10 @@ def finish(url_path: str, query: str, draw: bool = True) -> None:
     mine = session()
     if mine is None or "key" not in mine:
         return
-    from ui import lessons
-    from ui.url_params import GUIDE_KEY, STEP_KEY
-
-    found = lessons.position(plain_param(GUIDE_KEY), plain_param(STEP_KEY))
-    step = found[1] + 1 if found else 0
+    step, question_id, question = _lesson_step()
     try:
         room = rooms.move(mine["code"], mine["key"], page=url_path, query=_published_query(query), step=step)
-        asking = _step_question()
-        if asking is not None:
-            question_id, question = asking
+        if question is not None:
             measured = question.measured(st.session_state.get(_TILES) or {})
             previous = room.question.get("measured", "") if room.question_id == question_id else ""
             asked = rooms.Question(question.text, question.labelled_choices(), measured or previous)

@@ -44,8 +44,9 @@ def metrics_section(
 
     table_where: where the table and its caption go (default: under the tiles). spread_slots: filled with a slot
     under each method's tile (by method label), where ``draw_spread`` writes its ± once the redraws are done.
-    hidden: a class room's question is open (``room.answers_hidden()``): the tiles show a placeholder (their real
-    values still go to the room's measured answer) and the table (returned for the CSV too) has no error columns."""
+    hidden: a class room's question is open (``room.answers_hidden()``): the tiles show ``room.HIDDEN_VALUE`` (their
+    real values still go to the room's measured answer) and the table (returned for the CSV too) has no error
+    columns."""
     table_where = table_where or st
     st.subheader("Metrics at equal budget")
     for method, res in results.items():
