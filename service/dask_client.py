@@ -25,11 +25,15 @@ The scheduler's port runs code it is sent: keep it on loopback or a private netw
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import dataclasses
 import logging
+import os
 import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -58,6 +62,10 @@ GPU_RESOURCE = "GPU"
 # 4.7 MB result's fetch from 67 ms to 11 ms (benchmarks/placement.py). Replicas must reach the workers' ports, as
 # they do on one private network; where one cannot, Dask falls back to the scheduler after its connect timeout.
 GATHER_DIRECT = True
+# A light call is a request to the worker's own handler (``ClusterRunner.light_call``), computed in its own one-thread
+# executor, so a heavy job running on the worker does not hold Compare's light calls behind it.
+LIGHT_CALL = "attn_light_call"
+LIGHT_EXECUTOR = "attn-light"
 
 
 class WorkerLost(RuntimeError):
@@ -102,9 +110,33 @@ _worker_process = False  # set in a Dask worker (its preload's ``dask_setup``, o
 
 def dask_setup(worker: Any) -> None:
     """The worker preload's hook (``dask worker --preload service.dask_client``): this process is a worker, so every
-    view it is sent computes here (``service.placement.where``)."""
+    view it is sent computes here (``service.placement.where``); its tasks' threads compute with
+    ``worker_torch_threads()`` torch threads."""
     global _worker_process
     _worker_process = True
+    # Set in the main thread, torch's process-wide count seeds every new thread's, a task's included.
+    torch.set_num_threads(worker_torch_threads())
+    worker.executors[LIGHT_EXECUTOR] = ThreadPoolExecutor(1, thread_name_prefix=LIGHT_EXECUTOR)
+
+    from distributed.protocol import to_serialize
+
+    async def light_call(task: Any = None, engine_version: str = "", limit: float = 0.0) -> dict[str, Any]:
+        loop = asyncio.get_running_loop()
+        meta, arrays = await loop.run_in_executor(
+            worker.executors[LIGHT_EXECUTOR], _compute, worker, task, engine_version, limit, None
+        )
+        return {"meta": meta, "arrays": [to_serialize(array) for array in arrays]}
+
+    worker.handlers[LIGHT_CALL] = light_call
+
+
+def worker_torch_threads() -> int:
+    """The torch threads this worker process computes with: ``OMP_NUM_THREADS`` when the deployment sets it, else the
+    CPUs it may use. Without this, a task thread takes MKL's count, and a Dask nanny starts its worker with
+    ``MKL_NUM_THREADS=1``: every task computed on one thread (a light call at n = 512 took twice as long)."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    text = os.environ.get("OMP_NUM_THREADS", "").strip()
+    return max(1, int(text)) if text.isdigit() else max(1, cpus)
 
 
 def on_worker() -> bool:
@@ -142,17 +174,25 @@ def _watch_cancel(event: Any, token: CancelToken, finished: threading.Event) -> 
 def compute_on_worker(
     task: Any, engine_version: str, limit: float, job_id: str | None = None
 ) -> tuple[str, list[np.ndarray]]:
-    """Run on a Dask worker: compute ``task`` (a View) under a token with the time limit ``limit``; the result as the
-    cache's parts (``result_cache.encode_parts``: JSON and arrays, which Dask sends as raw buffers).
+    """Run on a Dask worker as a task: compute ``task`` (a View) under a token with the time limit ``limit``; the result
+    as the cache's parts (``result_cache.encode_parts``: JSON and arrays, which Dask sends as raw buffers).
 
     A heavy job (``job_id`` given) reports progress on ``PROGRESS_TOPIC`` and stops when the app sets the Dask
-    ``Event`` ``attn-cancel-<job_id>``. A light call (``job_id`` None, ``service.placement``) has neither: the app
-    stops waiting instead (light work ends within seconds)."""
-    from distributed import Event, get_client, get_worker
+    ``Event`` ``attn-cancel-<job_id>``. Without one (a light call sent as a task to a worker without this module's
+    preload) there is neither: the app stops waiting instead (light work ends within seconds)."""
+    from distributed import get_worker
 
     global _worker_process
     _worker_process = True
-    worker = get_worker()
+    return _compute(get_worker(), task, engine_version, limit, job_id)
+
+
+def _compute(
+    worker: Any, task: Any, engine_version: str, limit: float, job_id: str | None
+) -> tuple[str, list[np.ndarray]]:
+    """``task`` computed in this worker's thread (a task's or the light calls' executor's), as the cache's parts."""
+    from distributed import Event, get_client
+
     if engine_version != result_cache.ENGINE_VERSION:
         raise EngineMismatch(
             f"worker {worker.name} runs engine {result_cache.ENGINE_VERSION}, the app {engine_version}: "
@@ -170,7 +210,7 @@ def compute_on_worker(
         )
         watcher.start()
         report = WorkerReport(token, job_id, lambda msg: worker.log_event(PROGRESS_TOPIC, msg))
-    threads = max(1, (torch.get_num_threads() or 1) // max(1, worker.state.nthreads))
+    threads = max(1, worker_torch_threads() // max(1, worker.state.nthreads))
     try:
         with core_cancel.active(token), cpu_threads(threads):
             token.check()
@@ -239,6 +279,34 @@ class ClusterRunner:
         if job is not None:
             job.progress = min(1.0, max(0.0, float(message.get("fraction", 0.0))))
             job.label = str(message.get("label", ""))
+
+    def light_call(self, client: Any, worker: str, task: Any, limit: float, token: CancelToken | None) -> Any:
+        """``task``'s result computed on ``worker`` under the time limit ``limit``, asked of the worker directly (its
+        preload's ``LIGHT_CALL`` handler): one round trip, no scheduler, no task state, which on loopback took 13 ms
+        of a light call's hop. A cancel of ``token`` stops the wait at once; the worker finishes and drops the result
+        (light work ends within seconds). A worker without the handler gets the call as a task instead."""
+        from distributed.core import CommClosedError
+        from distributed.protocol import to_serialize
+
+        async def ask() -> Any:
+            call = getattr(client.rpc(worker), LIGHT_CALL)
+            return await call(task=to_serialize(task), engine_version=result_cache.ENGINE_VERSION, limit=limit)
+
+        reply = asyncio.run_coroutine_threadsafe(ask(), client.loop.asyncio_loop)
+        try:
+            while True:
+                try:
+                    answer = reply.result(timeout=POLL_SECONDS)
+                    break
+                except concurrent.futures.TimeoutError:
+                    if token is not None and token.cancelled:
+                        reply.cancel()
+                        raise Cancelled(token.reason or "cancelled") from None
+        except (CommClosedError, OSError):
+            raise WorkerLost(f"the worker {worker} went away while computing this; try again") from None
+        if not isinstance(answer, dict) or "meta" not in answer:  # no handler there: the task way
+            return self.compute(client, task, limit, token, worker=worker)
+        return result_cache.decode_parts(answer["meta"], list(answer["arrays"]))
 
     def run(self, job: Job, client: Any, worker: str | None = None) -> Any:
         """Compute a started heavy ``job`` on a worker (``worker``: that one only) and return its result; raises what

@@ -202,7 +202,9 @@ def run_remote(view: Any, placement: Placement) -> Any:
     client = runner.client() if runner is not None else None
     if runner is None or client is None:  # the scheduler went away since ``where``: compute here
         return view.compute(None)
-    return runner.compute(client, view, core_limits.job_seconds(), core_cancel.current(), worker=placement.worker)
+    if placement.worker is None:
+        return runner.compute(client, view, core_limits.job_seconds(), core_cancel.current())
+    return runner.light_call(client, placement.worker, view, core_limits.job_seconds(), core_cancel.current())
 
 
 __all__ = [

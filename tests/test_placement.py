@@ -12,6 +12,7 @@ import dataclasses
 import math
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -125,6 +126,18 @@ def test_the_worker_reports_its_device_and_is_offered(replica: Any) -> None:
     assert placement.where(views.ExactAttention(SPEC, 5.0, "cpu@worker")).worker == workers[0].address
 
 
+def test_a_worker_task_computes_with_the_deployments_torch_threads(replica: Any) -> None:
+    """A Dask nanny starts its worker with ``MKL_NUM_THREADS=1``, which torch gives every new thread (each task's)
+    unless the process's count was set: the preload sets it from ``OMP_NUM_THREADS`` (deploy/loopback.py gives its one
+    worker every core), so a task computes with the threads the deployment gave the worker."""
+    client = dask_client.runner().client()  # type: ignore[union-attr]
+    address = placement.worker_devices()[0].address
+    wanted = client.run(os.getenv, "OMP_NUM_THREADS", workers=[address])[address]
+    assert wanted == str(max(1, len(os.sched_getaffinity(0))))
+    in_task = client.submit(torch.get_num_threads, pure=False, workers=[address]).result(timeout=30)
+    assert in_task == int(wanted)
+
+
 def test_a_light_call_on_the_worker_device_computes_there(replica: Any) -> None:
     worker = placement.worker_devices()[0]
     view = views.MethodRun.of(SPEC.replace(n=256, seed=101), 5.0, "cpu@worker", "performer", {}, 0)
@@ -137,6 +150,37 @@ def test_a_light_call_on_the_worker_device_computes_there(replica: Any) -> None:
     for name, values in here.metrics.items():
         assert there.metrics[name] == pytest.approx(values, rel=1e-5, abs=1e-7), name
     assert cpu_seconds() - before_here < 5.0  # sanity: nothing here took long
+
+
+def test_a_light_call_is_not_held_behind_a_heavy_job_on_the_worker(replica: Any) -> None:
+    """A light call asks the worker directly and computes in its own thread, so Compare on the worker's device answers
+    while the worker's one task thread runs a heavy job (here a 20 s sleep)."""
+    client = dask_client.runner().client()  # type: ignore[union-attr]
+    address = placement.worker_devices()[0].address
+    busy = client.submit(time.sleep, 20, pure=False, workers=[address])
+    try:
+        deadline = time.monotonic() + 10
+        while not client.processing(workers=[address])[address] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert client.processing(workers=[address])[address], "the heavy job never started"
+        start = time.monotonic()
+        result = placement.compute(views.ExactAttention(SPEC.replace(seed=105), 5.0, "cpu@worker"))
+        assert time.monotonic() - start < 10.0
+        assert result.attention.shape == (2, 64, 64)
+        assert not busy.done()
+    finally:
+        busy.cancel()
+
+
+def test_a_worker_without_the_light_call_handler_gets_the_call_as_a_task(
+    replica: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker started without this app's preload has no handler: the call goes the task way, with the same result."""
+    view = views.ExactAttention(SPEC.replace(seed=107), 5.0, "cpu@worker")
+    direct = placement.compute(view)
+    monkeypatch.setattr(dask_client, "LIGHT_CALL", "no_such_handler")
+    as_task = placement.compute(view)
+    assert as_task.attention.tobytes() == direct.attention.tobytes()
 
 
 def assert_same(there: Any, here: Any, path: str = "result") -> None:
