@@ -1,6 +1,6 @@
 """A light call through a worker on loopback against the same call in this process (issue 41: at most 20 ms more).
 
-    python -m benchmarks.placement [--calls 30] [--out benchmarks/results]
+    python -m benchmarks.placement [--calls 30] [--out benchmarks/results] [--baseline REF]
 
 Starts deploy/loopback.py's Redis, Dask scheduler and one worker started with ``--resources GPU=1`` (on a host
 without CUDA it computes on its CPU), then times ``service.placement.compute`` of the same light views, uncached,
@@ -8,21 +8,26 @@ alternately with the worker's device (``cpu@worker``: sent to the worker, the re
 parts, its JSON and arrays) and this process's (``cpu``), each ``--calls`` times after one warm-up call. Both sides
 compute with the same number of torch threads. Reports the medians side by side, their difference, the median of
 paired differences, and the difference outside the engine's own measured time (the hop alone);
-writes placement.{md,json}.
+writes placement.{md,json}. With ``--baseline REF`` the same benchmark first runs in a temporary worktree of REF
+(its own loopback cluster, workers started from that tree), and the table sets its figures beside today's.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from benchmarks.harness import RESULTS_DIR, commit, machine_facts, write_results
+from benchmarks.harness import RESULTS_DIR, baseline_tree, commit, machine_facts, write_results
 from core import config
 from core import device as core_device
 from service import dask_client, placement, result_cache, views
@@ -50,14 +55,26 @@ def timed(view: Any) -> tuple[float, float]:
     return took, took - float(result.seconds)
 
 
+def _baseline(ref: str, calls: int) -> dict[str, Any]:
+    """This benchmark's result at ``ref``, run in a temporary worktree of it (its workers start from that tree)."""
+    with baseline_tree(ref) as tree, tempfile.TemporaryDirectory() as out:
+        env = {**os.environ, "PYTHONPATH": str(tree)}
+        env.pop(config.variable("scheduler"), None)
+        command = [sys.executable, "-m", "benchmarks.placement", "--calls", str(calls), "--out", out]
+        subprocess.run(command, cwd=tree, env=env, check=True)
+        return dict(json.loads((Path(out) / "placement.json").read_text()))
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=30, help="timed calls per side and view (default 30)")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="output folder (default benchmarks/results)")
+    parser.add_argument("--baseline", help="git ref measured first the same way, e.g. main; shown beside today's")
     args = parser.parse_args(argv)
     from deploy.loopback import loopback_deployment
 
     load_start = os.getloadavg()
+    before = _baseline(args.baseline, args.calls) if args.baseline else None
     threads = max(1, len(os.sched_getaffinity(0)))  # what deploy/loopback.py gives its one worker
     torch.set_num_threads(threads)
     rows: list[dict[str, Any]] = []
@@ -117,6 +134,27 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"| {r['paired_extra_ms']:+.1f} | {r['extra_outside_engine_ms']:+.1f} |"
         for r in rows
     ]
+    if before is not None:
+        earlier = {r["call"]: r for r in before["rows"]}
+        lines += [
+            "",
+            f"Before and now, in one run: `--baseline {args.baseline}` (commit {before['commit']}) measured first, "
+            "the same way, with its own loopback cluster.",
+            "",
+            "| call | before: through the worker (ms) | now (ms) | before: extra (ms) | now (ms) | before: paired "
+            "extra (ms) | now (ms) | before: extra outside the engine (ms) | now (ms) |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for r in rows:
+            b = earlier.get(r["call"])
+            if b is None:
+                continue
+            lines.append(
+                f"| {r['call']} | {b['through_worker_ms']:.1f} | {r['through_worker_ms']:.1f} "
+                f"| {b['extra_ms']:+.1f} | {r['extra_ms']:+.1f} | {b['paired_extra_ms']:+.1f} "
+                f"| {r['paired_extra_ms']:+.1f} | {b['extra_outside_engine_ms']:+.1f} "
+                f"| {r['extra_outside_engine_ms']:+.1f} |"
+            )
     facts = machine_facts(load_start)
     lines += [
         "",
@@ -136,6 +174,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "target_extra_ms": TARGET_MS,
         "machine": facts,
         "rows": rows,
+        "baseline": None if before is None else {"ref": args.baseline, **before},
     }
     write_results(args.out, "placement", result, "\n".join(lines) + "\n")
     return result

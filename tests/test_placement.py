@@ -12,6 +12,7 @@ import dataclasses
 import math
 import os
 import shutil
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -22,6 +23,7 @@ import torch
 from ci_env import unavailable
 
 from core import config
+from core.cancel import Cancelled, CancelToken
 from core import device as core_device
 from core.device import cpu_threads
 from service import compute, dask_client, placement, views
@@ -181,6 +183,22 @@ def test_a_worker_without_the_light_call_handler_gets_the_call_as_a_task(
     monkeypatch.setattr(dask_client, "LIGHT_CALL", "no_such_handler")
     as_task = placement.compute(view)
     assert as_task.attention.tobytes() == direct.attention.tobytes()
+
+
+def test_a_cancelled_light_call_stops_waiting_at_once(replica: Any) -> None:
+    """A closed tab cancels the page's token: the replica stops waiting for the worker's answer at once (the worker
+    stops at the call's time limit, here 3 s)."""
+    runner = dask_client.runner()
+    assert runner is not None
+    client = runner.client()
+    address = placement.worker_devices()[0].address
+    slow = views.MethodRun.of(SPEC.replace(n=512, heads=4, seed=109), 5.0, "cpu@worker", "rpca", {}, 0)
+    token = CancelToken()
+    threading.Timer(0.3, token.cancel, args=("the tab closed",)).start()
+    start = time.monotonic()
+    with pytest.raises(Cancelled, match="the tab closed"):
+        runner.light_call(client, address, slow, 3.0, token)
+    assert time.monotonic() - start < 1.5
 
 
 def assert_same(there: Any, here: Any, path: str = "result") -> None:
