@@ -23,8 +23,8 @@ import torch
 from ci_env import unavailable
 
 from core import config
-from core.cancel import Cancelled, CancelToken
 from core import device as core_device
+from core.cancel import Cancelled, CancelToken
 from core.device import cpu_threads
 from service import compute, dask_client, placement, views
 
