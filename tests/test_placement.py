@@ -298,7 +298,8 @@ print(min(faults() for _ in range(5)))
 @pytest.mark.parametrize("heap", ["kept", "nanny default"])
 def test_a_worker_reuses_the_heap_a_call_freed(heap: str) -> None:
     """Under a Dask nanny's ``MALLOC_TRIM_THRESHOLD_=65536`` every 4 MiB block is mapped and faulted in afresh
-    (hundreds of page faults each time); the worker's preload (``keep_freed_memory``) lets the next block reuse the freed one."""
+    (hundreds of page faults each time); the worker's preload (``keep_freed_memory``) lets the next block reuse the
+    freed one."""
     import subprocess
     import sys
 
