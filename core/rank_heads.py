@@ -595,15 +595,19 @@ def estimate_seconds(
     seeds: int = 1,
     device: str = "cpu",
 ) -> float:
-    """Rough wall time of a grid: a per-step overhead (sampling, evaluation, Python) plus its multiply-adds.
+    """Rough wall time of a grid: a cost per run (set-up and the final evaluation), a per-step overhead (sampling,
+    Python) and its multiply-adds.
 
-    Calibrated on the quiet 2-core reference machine with the threads of one compute slot
-    (benchmarks/limits_calibration.py, the default grid at 500 and 1000 steps took 13.1 and 25.3 s); a loaded server
-    takes longer (39-51 s seen while other work shared the cores). A GPU figure is a guess.
+    Calibrated on the quiet 2-core reference machine with the threads of one compute slot: the default grid (9 cells,
+    d = 16, one seed) took 13.1-13.6 s at 500 steps, 25.3 s at 1000 and 4.2 s at 100, and with 5 seeds at 20 steps
+    14.3 s (45 runs of 20 steps: the cost per run dominates; without it the estimate was 2.7 s). A loaded server takes
+    longer (39-51 s seen for 500 steps while other work shared the cores). A GPU figure is a guess.
     """
-    per_step, per_mac = (2.2e-3, 0.47e-9) if device == "cpu" else (1.5e-3, 1e-11)
+    per_run, per_step, per_mac = (0.25, 1.7e-3, 0.47e-9) if device == "cpu" else (0.1, 1.5e-3, 1e-11)
+    runs = len(cells) * seeds
     return (
-        len(cells) * steps * seeds * per_step * batch / DEFAULT_BATCH
+        runs * per_run
+        + runs * steps * per_step * batch / DEFAULT_BATCH
         + grid_work(d, cells, steps, batch, seeds) * per_mac
     )
 
