@@ -113,6 +113,10 @@ def _tight_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ATTN_EXPLORER_MEMORY_LIMIT", str(2 * 1024**3))
 
 
+# Serial part (tests/suite_parts.py): every drawn link's run is held to the run limit, and the heaviest (Rank vs heads,
+# which trains on its first run) come near it. The quoted links below run in the parallel part: each is one cheap run
+# (under a second alone), held to the same limit by AppTest's timeout only.
+@pytest.mark.serial
 @pytest.mark.parametrize("path", PAGES)
 def test_hostile_values_for_every_url_parameter_never_raise(path: str, open_page) -> None:
     keys = url_keys(open_page, path)
