@@ -17,7 +17,6 @@ SERIAL_FILES = {
     "tests/test_cancel.py": "a cancelled job stops within a bound",
     "tests/test_cluster.py": "a stopped worker stops within a bound",
     "tests/test_gpu_check.py": "the dry run finishes inside its budget",
-    "tests/test_hostile_urls.py": "a hostile link's run ends within the run limit",
     "tests/test_huge_urls.py": "a huge link's job stays within its seconds and memory",
     "tests/test_jobs.py": "the scheduler's limits, estimates and stop times",
     "tests/test_limits.py": "a job finishes within its estimate",

@@ -22,9 +22,9 @@ SAMPLE = [
 ]
 
 
-def collected(*args: str) -> set[str]:
+def collected(*args: str, files: list[str] = SAMPLE) -> set[str]:
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args, *SAMPLE],
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args, *files],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
@@ -49,6 +49,17 @@ def test_the_two_parts_are_disjoint_and_together_the_whole_suite() -> None:
     assert not parallel & serial
     assert parallel | serial == everything
     assert {test.split("::")[0] for test in serial} == {p for p in SAMPLE if p in SERIAL_FILES}
+
+
+def test_a_file_splits_between_the_parts_by_the_serial_marker() -> None:
+    # tests/test_hostile_urls.py: the drawn links, each held to the run limit, are serial; the quoted links parallel.
+    files = ["tests/test_hostile_urls.py"]
+    parallel = collected("--part", "parallel", files=files)
+    serial = collected("--part", "serial", files=files)
+    assert parallel and serial and not parallel & serial
+    assert all("::test_hostile_values_for_every_url_parameter_never_raise[" in test for test in serial), serial
+    assert all("::test_quoted_hostile_urls[" in test for test in parallel), parallel
+    assert parallel | serial == collected(files=files)
 
 
 def test_the_check_runs_both_parts() -> None:
