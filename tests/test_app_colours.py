@@ -13,6 +13,7 @@ import urllib.parse
 from typing import Any
 
 import pytest
+from render_params import RENDER_PARAMS
 
 from core import registry
 from ui import page_registry
@@ -20,18 +21,6 @@ from ui.figures import palette
 from ui.figures.regime import ROLE_NAMES
 
 PAGES = [p.file for p in page_registry.ALL_PAGES]
-# Rank vs heads at the smoke settings trains its default grid and N sweep on its first run (17 trainings: 18 s on a
-# quiet machine, 31 to 63 s on a loaded one). These tests check that the page renders (title, link, charts, colours),
-# no number that depends on the grid's size: one rank, one head count and one N train 4 runs.
-# The same settings in tests/test_app_pages.py and tests/test_app_colours.py, so a worker that runs both trains once.
-RENDER_PARAMS = page_registry.SMOKE_PARAMS | {
-    "pages/6_Rank_vs_heads.py": {
-        **page_registry.SMOKE_PARAMS["pages/6_Rank_vs_heads.py"],
-        "ranks": "1",
-        "hv": "1",
-        "nsweep": "2",
-    }
-}
 FAMILY_OF_ROLE = {"sparse": "sparse", "low_rank": "low-rank", "sparse_low_rank": "sparse+low-rank"}
 WINS = re.compile(
     r"^(" + "|".join(re.escape(n) for n in sorted(ROLE_NAMES.values(), key=len, reverse=True)) + r") wins"

@@ -7,23 +7,12 @@ Each test keeps n small through the URL so the whole file stays within about a m
 from __future__ import annotations
 
 import pytest
+from render_params import RENDER_PARAMS
 from streamlit.testing.v1 import AppTest
 
 from ui import page_registry, share_box
 
 PAGES = [p.file for p in page_registry.ALL_PAGES]
-# Rank vs heads at the smoke settings trains its default grid and N sweep on its first run (17 trainings: 18 s on a
-# quiet machine, 31 to 63 s on a loaded one). These tests check that the page renders (title, link, charts, colours),
-# no number that depends on the grid's size: one rank, one head count and one N train 4 runs.
-# The same settings in tests/test_app_pages.py and tests/test_app_colours.py, so a worker that runs both trains once.
-RENDER_PARAMS = page_registry.SMOKE_PARAMS | {
-    "pages/6_Rank_vs_heads.py": {
-        **page_registry.SMOKE_PARAMS["pages/6_Rank_vs_heads.py"],
-        "ranks": "1",
-        "hv": "1",
-        "nsweep": "2",
-    }
-}
 
 
 def metrics(at: AppTest) -> dict[str, str]:
