@@ -163,7 +163,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "exact attention at n = 512 is 4 heads x 512 x 512 float32 (4 MB), a method's run twice that (its map and its "
         'error map). "Extra outside the engine": the median of each call\'s time less the engine time its result '
         "reports (``seconds``, measured where it computed), worker side minus in-process side: the cost of the hop "
-        "alone, which a busy machine's slowing of either side's engine does not sway.",
+        "alone, which a busy machine's slowing of either side's engine does not sway. The worker keeps the heap a call "
+        "freed (``service.dask_client.keep_freed_memory``) while this process runs with glibc's defaults, as the app "
+        "server does: a method's run computes faster there, so a difference can come out below zero.",
     ]
     result = {
         "commit": commit(ROOT),
