@@ -5,7 +5,8 @@
 Median seconds per call through ``torch.utils.benchmark`` (a warm-up call, then ``Timer.blocked_autorange`` for about
 ``--repeats`` calls), on the default device, printed as ``torch.utils.benchmark.Compare``'s table and written to
 benchmarks/results/method_times_<device>.json. Oracles and the trainable kernels (learned_kernel, hedgehog: each call
-trains its feature map, and hedgehog refuses n = 4096 at 8 heads) are skipped (they are not efficient paths). For the full scaling study against the peer implementations use benchmarks.suite.
+trains its feature map, and hedgehog refuses n = 4096 at 8 heads) are skipped: they are not efficient paths. For the
+full scaling study against the peer implementations use benchmarks.suite.
 """
 
 from __future__ import annotations
