@@ -36,7 +36,6 @@ NOT_YET_REFRESHED = {
     "scaling_cpu_1t.json": "python -m benchmarks.refresh --only scaling_1t",
     "scaling_cpu_2t.json": "python -m benchmarks.refresh --only scaling_2t",
     "chunking_cpu.json": "python -m benchmarks.refresh --only chunking",
-    "method_times_cpu.json": "python -m benchmarks.refresh --only method_times",
     "interactive_cpu_2t.json": "python -m benchmarks.refresh --only interactive",
     "causal.json": "python -m benchmarks.refresh --only causal",
 }
