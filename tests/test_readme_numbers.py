@@ -32,9 +32,6 @@ NOT_YET_REFRESHED = {
     "load_cpu.json": "python -m benchmarks.refresh --only load",
     "load_cluster.json": "python -m benchmarks.refresh --only load_cluster",
     "limits_calibration_cpu.json": "python -m benchmarks.refresh --only limits_calibration",
-    "hashing.json": "python -m benchmarks.refresh --only hashing",
-    "scaling_cpu_1t.json": "python -m benchmarks.refresh --only scaling_1t",
-    "chunking_cpu.json": "python -m benchmarks.refresh --only chunking",
     "interactive_cpu_2t.json": "python -m benchmarks.refresh --only interactive",
     "causal.json": "python -m benchmarks.refresh --only causal",
 }
