@@ -31,7 +31,6 @@ NOT_YET_REFRESHED = {
     "first_visit_cold.json": "python -m benchmarks.refresh --only first_visit_cold",
     "load_cpu.json": "python -m benchmarks.refresh --only load",
     "load_cluster.json": "python -m benchmarks.refresh --only load_cluster",
-    "limits_calibration_cpu.json": "python -m benchmarks.refresh --only limits_calibration",
     "interactive_cpu_2t.json": "python -m benchmarks.refresh --only interactive",
     "causal.json": "python -m benchmarks.refresh --only causal",
 }
