@@ -32,7 +32,6 @@ NOT_YET_REFRESHED = {
     "load_cpu.json": "python -m benchmarks.refresh --only load",
     "load_cluster.json": "python -m benchmarks.refresh --only load_cluster",
     "interactive_cpu_2t.json": "python -m benchmarks.refresh --only interactive",
-    "causal.json": "python -m benchmarks.refresh --only causal",
 }
 
 
