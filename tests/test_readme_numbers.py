@@ -27,7 +27,6 @@ GPU_TABLE = re.compile(r"gpu_check_|_cuda\b")
 # slower than on a quiet one, so they were not committed), the browser and load benchmarks minutes of it. The test
 # fails as soon as one of them is refreshed (then remove it here) or a new stale one appears.
 NOT_YET_REFRESHED = {
-    "first_visit.json": "the browser benchmark: python -m benchmarks.refresh --only first_visit",
     "first_visit_cold.json": "python -m benchmarks.refresh --only first_visit_cold",
     "load_cpu.json": "python -m benchmarks.refresh --only load",
     "load_cluster.json": "python -m benchmarks.refresh --only load_cluster",
