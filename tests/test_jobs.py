@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import torch
+from streamlit.runtime.scriptrunner import magic
 from streamlit.testing.v1 import AppTest
 
 from core.cancel import Cancelled
@@ -354,6 +355,18 @@ def test_a_class_opening_one_link_costs_one_computation(tmp_path: Path, monkeypa
     calls = tmp_path / "calls.txt"
     script = PAGE.replace("time.sleep(0.05)", "time.sleep(0.5)").format(calls=str(calls), estimate=30.0)
     outputs: list[list[str]] = []
+    # Each AppTest has its own script cache, so six threads parse the page at once. CPython 3.11 keeps the AST
+    # constructor's recursion depth per interpreter, not per thread, and concurrent parses can fail with "AST
+    # constructor recursion depth mismatch" (cpython gh-106905; it failed once in CI). A served app parses each
+    # page once, under Streamlit's script-cache lock; here one lock stands in for that shared cache.
+    parse_lock = threading.Lock()
+    add_magic = magic.add_magic
+
+    def add_magic_one_at_a_time(code: str, script_path: str) -> Any:
+        with parse_lock:
+            return add_magic(code, script_path)
+
+    monkeypatch.setattr(magic, "add_magic", add_magic_one_at_a_time)
 
     def student() -> None:
         at = AppTest.from_string(script, default_timeout=120).run()

@@ -11,8 +11,8 @@ for.
 
 from __future__ import annotations
 
-import ast
 import functools
+import inspect
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,7 +97,12 @@ def by_file(file: str) -> Page | None:
 @functools.cache
 def _summary(file: str, label: str) -> str:
     script = ROOT / file
-    doc = ast.get_docstring(ast.parse(script.read_text(encoding="utf-8"))) or ""
+    # Read from the compiled code, not ast.parse: on CPython 3.11 building Python AST objects in two threads at
+    # once can fail ("AST constructor recursion depth mismatch", gh-106905), and Streamlit parses pages in
+    # session threads. A module's docstring is its first constant, stored to __doc__.
+    code = compile(script.read_text(encoding="utf-8"), str(script), "exec", dont_inherit=True)
+    first = code.co_consts[0] if code.co_consts else None
+    doc = inspect.cleandoc(first) if "__doc__" in code.co_names and isinstance(first, str) else ""
     line = " ".join(doc.split("\n\n")[0].split())
     head, sep, rest = line.partition(": ")
     if sep and head.lower() in (label.lower(), script.stem.split("_", 1)[-1].replace("_", " ").lower()):
