@@ -155,12 +155,20 @@ def test_a_light_call_on_the_worker_device_computes_there(replica: Any) -> None:
     assert cpu_seconds() - before_here < 5.0  # sanity: nothing here took long
 
 
-def test_a_light_call_is_not_held_behind_a_heavy_job_on_the_worker(replica: Any) -> None:
+def test_a_light_call_is_not_held_behind_a_heavy_job_on_the_worker(replica: Any, tmp_path: Path) -> None:
     """A light call asks the worker directly and computes in its own thread, so Compare on the worker's device answers
-    while the worker's one task thread runs a heavy job (here a 20 s sleep)."""
+    while the worker's one task thread runs a heavy job (here one that holds it up to 20 s, released when the test
+    ends: a running Dask task cannot be cancelled, and a plain sleep kept the next tests waiting)."""
     client = dask_client.runner().client()  # type: ignore[union-attr]
     address = placement.worker_devices()[0].address
-    busy = client.submit(time.sleep, 20, pure=False, workers=[address])
+    flag = tmp_path / "release"
+
+    def hold_until(flag: str, most_seconds: float) -> None:  # nested: Dask sends it by value to the worker
+        deadline = time.monotonic() + most_seconds
+        while not os.path.exists(flag) and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+    busy = client.submit(hold_until, str(flag), 20.0, pure=False, workers=[address])
     try:
         deadline = time.monotonic() + 10
         while not client.processing(workers=[address])[address] and time.monotonic() < deadline:
@@ -172,6 +180,7 @@ def test_a_light_call_is_not_held_behind_a_heavy_job_on_the_worker(replica: Any)
         assert result.attention.shape == (2, 64, 64)
         assert not busy.done()
     finally:
+        flag.touch()
         busy.cancel()
 
 
