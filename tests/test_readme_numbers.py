@@ -22,16 +22,10 @@ DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 TABLE_NAME = re.compile(r"(?:benchmarks/results/)?\b([\w*-]+\.(?:md|json|csv))\b")
 DECIMAL = re.compile(r"(?<![\w./-])(\d+\.\d+)(?![\w.]*\.(?:md|json|csv))")
 GPU_TABLE = re.compile(r"gpu_check_|_cuda\b")
-# Tables named by the README or docs/ whose refresh is still to run with today's engine: the timing tables need a
-# quiet machine (refreshed on 2026-11-28 at load average 7 to 10, method_times and causal came out 5 to 10 times
-# slower than on a quiet one, so they were not committed), the browser and load benchmarks minutes of it. The test
-# fails as soon as one of them is refreshed (then remove it here) or a new stale one appears.
-NOT_YET_REFRESHED = {
-    "first_visit_cold.json": "python -m benchmarks.refresh --only first_visit_cold",
-    "load_cpu.json": "python -m benchmarks.refresh --only load",
-    "load_cluster.json": "python -m benchmarks.refresh --only load_cluster",
-    "interactive_cpu_2t.json": "python -m benchmarks.refresh --only interactive",
-}
+# Tables named by the README or docs/ whose refresh is still to run with today's engine (a timing table needs a quiet
+# machine; the browser and load benchmarks take minutes of it), each with its refresh command. Empty since
+# 2026-11-29. The test fails as soon as one listed here is refreshed (then remove it) or a stale one is not listed.
+NOT_YET_REFRESHED: dict[str, str] = {}
 
 
 def _name(path: Path) -> str:
