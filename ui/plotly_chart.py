@@ -25,6 +25,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from core import config
+from ui.figure_memo import figure_json
 from ui.plotly_bundle import LOADER
 
 COMPONENT_NAME = "attention_explorer.plotly_chart"
@@ -71,7 +72,7 @@ def plotly_chart(fig: go.Figure, *, key: str, config: dict[str, Any], where: Any
     # The chart's height is reserved before the script draws it: nothing below it moves when it appears.
     height = int(fig.layout.height or DEFAULT_HEIGHT)
     with contextlib.nullcontext() if where is None or where is st else where:
-        renderer()(data={"figure": fig.to_json(), "config": config}, key=key, height=height)
+        renderer()(data={"figure": figure_json(fig), "config": config}, key=key, height=height)
 
 
 def charts_in(app_test: Any) -> list[Any]:

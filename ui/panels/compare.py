@@ -12,7 +12,7 @@ import service.views
 import ui
 from core import token_rows
 from service import compute
-from ui import computed, downloads, room, timing
+from ui import computed, downloads, figure_memo, room, timing
 from ui.figures import compare as figs
 
 
@@ -120,7 +120,7 @@ def exact_cell(
 ) -> None:
     """The exact attention heatmap of the shown head (``exact_map``), with its exports and notes."""
     head = s.head
-    fig = ui.heatmap(shown, "Exact softmax", factor=factor, log=log_colour, zmax=zmax)
+    fig = figure_memo.shared(ui.heatmap, shown, "Exact softmax", factor=factor, log=log_colour, zmax=zmax)
     extra = downloads.heatmap_exports(s, "exact", {}, head, "attention", shown, log_colour)
     ui.show_figure(fig, "exact_attention", key="exact", **extra)
     if s.order_note():
@@ -205,7 +205,8 @@ def method_cells(
                 float(res.metrics["row_kl"][head]),
                 show_errors=not hidden,
             )
-            fig = figs.method_figure(label, attention, error, factor, log_colour, title, zmax)
+            # Every session of a class builds the same figure: built once (ui/figure_memo.py)
+            fig = figure_memo.shared(figs.method_figure, label, attention, error, factor, log_colour, title, zmax)
             parts = {
                 f"{label}: {kind}": downloads.heatmap_exports(s, method, params[method], head, kind, shown, log_colour)
                 for kind, shown in (("attention", attention), ("error", error))
