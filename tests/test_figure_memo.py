@@ -4,6 +4,8 @@ its JSON is the figure's own."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -129,3 +131,31 @@ def test_an_argument_of_another_kind_is_not_shared() -> None:
 
     first, second = figure_memo.shared(build, Opaque()), figure_memo.shared(build, Opaque())
     assert first is not second and len(built) == 2
+
+
+def test_sessions_that_miss_at_once_wait_for_one_build() -> None:
+    """A class's first visit reaches its figures together, when the shared computation ends: one builds them."""
+    attention, error = maps()
+    built: list[int] = []
+    start = threading.Barrier(8)
+
+    def slow(label: str, a: np.ndarray, e: np.ndarray) -> go.Figure:
+        built.append(1)
+        time.sleep(0.2)
+        return figs.method_figure(label, a, e, 1, False)
+
+    found: list[go.Figure] = []
+
+    def session() -> None:
+        start.wait()
+        fig = figure_memo.shared(slow, "Performer", attention.copy(), error.copy())
+        found.append(fig)
+        figure_memo.figure_json(fig)
+
+    threads = [threading.Thread(target=session) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert len(found) == 8 and all(fig is found[0] for fig in found)
+    assert len(built) == 1

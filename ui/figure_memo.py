@@ -25,6 +25,7 @@ _figures: cachetools.LRUCache[bytes, go.Figure] = cachetools.LRUCache(maxsize=MA
 _json: cachetools.LRUCache[bytes, str] = cachetools.LRUCache(maxsize=MAX_FIGURES)
 _KEY = "_attention_explorer_shared_key"  # set on a shared figure (a copy, e.g. presenter_figure's, has none)
 _lock = threading.Lock()
+_making: dict[tuple[int, bytes], threading.Lock] = {}  # a key being made, by cache: its lock
 
 
 class _NotKeyable(TypeError):
@@ -65,20 +66,40 @@ def key_of(builder: Callable[..., go.Figure], args: tuple[Any, ...], kwargs: dic
     return digest.digest()
 
 
+def _once(cache: cachetools.LRUCache[bytes, Any], key: bytes, make: Callable[[], Any]) -> Any:
+    """``cache[key]``, made by ``make()`` on a miss. Sessions that miss the same key at once wait for one ``make``:
+    a class's first visit reaches its figures together, when the shared computation ends."""
+    with _lock:
+        value = cache.get(key)
+        if value is not None:
+            return value
+        making = _making.setdefault((id(cache), key), threading.Lock())
+    with making:
+        with _lock:
+            value = cache.get(key)
+        if value is None:
+            value = make()
+            with _lock:
+                cache[key] = value
+        with _lock:
+            _making.pop((id(cache), key), None)
+        return value
+
+
 def shared(builder: Callable[..., go.Figure], *args: Any, **kwargs: Any) -> go.Figure:
     """``builder(*args, **kwargs)``, built once per process for equal arguments. The figure is shared: do not change
     it in place."""
     key = key_of(builder, args, kwargs)
     if key is None:
         return builder(*args, **kwargs)
-    with _lock:
-        fig = _figures.get(key)
-    if fig is None:
+
+    def build() -> go.Figure:
         fig = builder(*args, **kwargs)
-        with _lock:
-            fig = _figures.setdefault(key, fig)
         object.__setattr__(fig, _KEY, key)  # past Plotly's property check: not a figure property
-    return fig
+        return fig
+
+    figure: go.Figure = _once(_figures, key, build)
+    return figure
 
 
 def figure_json(fig: go.Figure) -> str:
@@ -86,12 +107,7 @@ def figure_json(fig: go.Figure) -> str:
     key = getattr(fig, _KEY, None)
     if key is None:
         return fig.to_json()
-    with _lock:
-        text = _json.get(key)
-    if text is None:
-        text = fig.to_json()
-        with _lock:
-            _json[key] = text
+    text: str = _once(_json, key, fig.to_json)
     return text
 
 
