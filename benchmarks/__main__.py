@@ -29,8 +29,9 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark(
         "benchmarks.load",
         "a class on one server: 40 sessions on one link, 20 distinct, a light page beside a heavy one, memory",
-        "python -m benchmarks.load --baseline <ref>   (issue 41's: --baseline 433948f --name load_service)",
-        "load_cpu.{md,json,csv}, load_service.{md,json,csv}",
+        "python -m benchmarks.load --baseline <ref>   (issue 41's: --baseline 433948f --name load_service; the shared"
+        " figures': --baseline 9092301, saved as load_figure_memo)",
+        "load_cpu.{md,json,csv}, load_service.{md,json,csv}, load_figure_memo.{md,json,csv}",
         "--quick --out /tmp/bench",
     ),
     Benchmark(
