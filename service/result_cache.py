@@ -491,10 +491,11 @@ class MemoryLayer:
     each reader its own unpickled copy (about 8 MB per Compare method at n = 512, times every session in flight)
     and bounds entries, not bytes. A value larger than the whole bound is served but not kept."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, size: Callable[[Any], int] = value_bytes) -> None:
+        """``limit``: bytes; ``size``: what one value costs (default: its arrays' bytes plus an overhead)."""
         self.limit = limit
         self._lru: cachetools.LRUCache[str, Any] | None = (
-            cachetools.LRUCache(maxsize=limit, getsizeof=value_bytes) if limit > 0 else None
+            cachetools.LRUCache(maxsize=limit, getsizeof=size) if limit > 0 else None
         )
         self._lock = threading.Lock()
         self._producing: dict[str, _Producing] = {}  # key -> its lock, while some thread produces it

@@ -94,8 +94,7 @@ def test_any_different_argument_builds_its_own_figure(change: str) -> None:
 
 def test_the_json_is_the_figures_own_and_made_once(monkeypatch: pytest.MonkeyPatch) -> None:
     attention, error = maps()
-    fig = figure(attention, error)
-    expected = fig.to_json()
+    expected = figs.method_figure("Performer", attention, error, 1, False, "head 0").to_json()
     calls: list[int] = []
     original = go.Figure.to_json
 
@@ -104,6 +103,7 @@ def test_the_json_is_the_figures_own_and_made_once(monkeypatch: pytest.MonkeyPat
         return original(self, *args, **kwargs)
 
     monkeypatch.setattr(go.Figure, "to_json", counting)
+    fig = figure(attention, error)
     assert figure_memo.figure_json(fig) == expected
     assert figure_memo.figure_json(figure(attention.copy(), error.copy())) == expected
     assert len(calls) == 1

@@ -4,28 +4,33 @@ Plotly JSON, once per server process instead of once per student.
 Forty cached sessions of Compare on one server share one Python process and its GIL: building each session's Plotly
 figures and serialising them took about a quarter of the server's time, the same work forty times.
 ``shared(builder, *args)`` returns the figure ``builder(*args)`` made for the same arguments before (arrays compared
-by their bytes, dtype and shape), and ``figure_json(fig)`` its JSON, made once. A shared figure must not be changed in
-place: ``presenter_figure`` copies before it enlarges, and the export menu only reads.
+by their bytes, dtype and shape), and ``figure_json(fig)`` its JSON, made with it. Both live in a memory layer of
+their own (``service.result_cache.MemoryLayer``: bounded in bytes, one build when sessions miss a figure at once).
+A shared figure must not be changed in place: ``presenter_figure`` copies before it enlarges, and the export menu
+only reads.
 """
 
 from __future__ import annotations
 
 import hashlib
-import threading
 from collections.abc import Callable
 from typing import Any
 
-import cachetools
 import numpy as np
 import plotly.graph_objects as go
 
-MAX_FIGURES = 256  # a few pages' figures for several links at once; each holds its display-sized arrays
+from service.result_cache import VALUE_OVERHEAD_BYTES, MemoryLayer
 
-_figures: cachetools.LRUCache[bytes, go.Figure] = cachetools.LRUCache(maxsize=MAX_FIGURES)
-_json: cachetools.LRUCache[bytes, str] = cachetools.LRUCache(maxsize=MAX_FIGURES)
+MAX_BYTES = 128 * 2**20  # a few pages' figures for several links at once
 _KEY = "_attention_explorer_shared_key"  # set on a shared figure (a copy, e.g. presenter_figure's, has none)
-_lock = threading.Lock()
-_making: dict[tuple[int, bytes], threading.Lock] = {}  # a key being made, by cache: its lock
+
+
+def _shared_bytes(entry: tuple[go.Figure, str]) -> int:
+    # The figure's arrays and its JSON (which holds them base64-encoded): about twice the JSON.
+    return VALUE_OVERHEAD_BYTES + 2 * len(entry[1])
+
+
+_layer = MemoryLayer(MAX_BYTES, size=_shared_bytes)
 
 
 class _NotKeyable(TypeError):
@@ -53,7 +58,7 @@ def _feed(value: Any, digest: Any) -> None:
         raise _NotKeyable(type(value).__name__)
 
 
-def key_of(builder: Callable[..., go.Figure], args: tuple[Any, ...], kwargs: dict[str, Any]) -> bytes | None:
+def key_of(builder: Callable[..., go.Figure], args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
     """The figure's key: the builder's qualified name and every argument by value; None when an argument is of a
     kind not compared here (the figure is then built as usual)."""
     digest = hashlib.blake2b(digest_size=20)
@@ -63,55 +68,34 @@ def key_of(builder: Callable[..., go.Figure], args: tuple[Any, ...], kwargs: dic
         _feed(kwargs, digest)
     except _NotKeyable:
         return None
-    return digest.digest()
-
-
-def _once(cache: cachetools.LRUCache[bytes, Any], key: bytes, make: Callable[[], Any]) -> Any:
-    """``cache[key]``, made by ``make()`` on a miss. Sessions that miss the same key at once wait for one ``make``:
-    a class's first visit reaches its figures together, when the shared computation ends."""
-    with _lock:
-        value = cache.get(key)
-        if value is not None:
-            return value
-        making = _making.setdefault((id(cache), key), threading.Lock())
-    with making:
-        with _lock:
-            value = cache.get(key)
-        if value is None:
-            value = make()
-            with _lock:
-                cache[key] = value
-        with _lock:
-            _making.pop((id(cache), key), None)
-        return value
+    return digest.hexdigest()
 
 
 def shared(builder: Callable[..., go.Figure], *args: Any, **kwargs: Any) -> go.Figure:
-    """``builder(*args, **kwargs)``, built once per process for equal arguments. The figure is shared: do not change
-    it in place."""
+    """``builder(*args, **kwargs)``, built once per process for equal arguments, with its JSON. The figure is shared:
+    do not change it in place."""
     key = key_of(builder, args, kwargs)
     if key is None:
         return builder(*args, **kwargs)
 
-    def build() -> go.Figure:
+    def build() -> tuple[go.Figure, str]:
         fig = builder(*args, **kwargs)
         object.__setattr__(fig, _KEY, key)  # past Plotly's property check: not a figure property
-        return fig
+        return fig, fig.to_json()
 
-    figure: go.Figure = _once(_figures, key, build)
-    return figure
+    entry: tuple[go.Figure, str] = _layer.remember(key, build)[0]
+    return entry[0]
 
 
 def figure_json(fig: go.Figure) -> str:
     """``fig.to_json()``, kept for the figures ``shared`` returned (any other figure is serialised each time)."""
     key = getattr(fig, _KEY, None)
-    if key is None:
-        return fig.to_json()
-    text: str = _once(_json, key, fig.to_json)
-    return text
+    entry = None if key is None else _layer.get(key)
+    if entry is not None and entry[0] is fig:
+        text: str = entry[1]
+        return text
+    return fig.to_json()
 
 
 def clear() -> None:
-    with _lock:
-        _figures.clear()
-        _json.clear()
+    _layer.clear()
