@@ -5,6 +5,7 @@ Import in a browser test with ``from .helpers import wait_for_app, save_screensh
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -99,3 +100,22 @@ def share_link(page: Page, *, containing: str = "", timeout_ms: int = 30_000) ->
         timeout=timeout_ms,
     )
     return page.locator(SHARE_LINK).last.inner_text()
+
+
+_READ_TILES = """() => Array.from(document.querySelectorAll("[data-testid='stMetric']"), (metric) => [
+    metric.querySelector("[data-testid='stMetricLabel']")?.innerText ?? null,
+    metric.querySelector("[data-testid='stMetricValue']")?.innerText ?? null,
+])"""
+
+
+def metric_tiles(page: Page) -> dict[str, str]:
+    """Each metric's label and value, read together in one pass over the DOM (two separate reads could straddle a
+    rerun that redraws the tiles); a tile caught half drawn is read again, for up to 5 s."""
+    deadline = time.monotonic() + 5.0
+    while True:
+        pairs = page.evaluate(_READ_TILES)
+        if pairs and all(label is not None and value is not None for label, value in pairs):
+            return {label.strip(): value.strip() for label, value in pairs}
+        if time.monotonic() > deadline:
+            raise AssertionError(f"metric tiles not fully drawn after 5 s: {pairs}")
+        page.wait_for_timeout(100)

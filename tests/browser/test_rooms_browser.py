@@ -18,7 +18,7 @@ from deploy.processes import app_server
 from service import rooms
 from ui import lessons
 
-from .helpers import REPO_ROOT, wait_for_app
+from .helpers import REPO_ROOT, metric_tiles, wait_for_app
 
 FOLLOW_S = 2.0
 PHONE = {"width": 390, "height": 844}
@@ -33,13 +33,6 @@ def _follows(page: Page, pattern: str, since: float) -> float:
     """Seconds from ``since`` until the page's URL matches ``pattern`` (fails after 15 s)."""
     page.wait_for_url(re.compile(pattern), timeout=15_000)
     return time.monotonic() - since
-
-
-def _tiles(page: Page) -> dict[str, str]:
-    metric = "[data-testid='stMetric']"
-    labels = page.locator(f"{metric} [data-testid='stMetricLabel']").all_inner_texts()
-    values = page.locator(f"{metric} [data-testid='stMetricValue']").all_inner_texts()
-    return dict(zip(labels, values, strict=True))
 
 
 def test_a_teacher_and_two_students_on_two_replicas(
@@ -116,13 +109,13 @@ def test_a_teacher_and_two_students_on_two_replicas(
 
         # Before the Reveal no page in the room shows the errors that answer the question (the projector included).
         for page in (teacher, laptop, phone):
-            tiles = _tiles(page)
+            tiles = metric_tiles(page)
             assert all(tiles[labels[c]] == "?" for c in question.choices), tiles
         # Reveal: the tiles show their numbers on every page, and the measured answer is the lowest one's.
         teacher.get_by_role("button", name="Reveal").click()
         expect(teacher.get_by_text("The page measured:")).to_be_visible(timeout=5_000)
         expect(teacher.locator("[data-testid='stMetricValue']").filter(has_text="?")).to_have_count(0, timeout=10_000)
-        tiles = _tiles(teacher)
+        tiles = metric_tiles(teacher)
         numbers = {c: float(tiles[labels[c]]) for c in question.choices}
         measured = min(numbers, key=lambda c: numbers[c])
         expect(teacher.get_by_text(f"The page measured: {labels[measured]}")).to_be_visible()

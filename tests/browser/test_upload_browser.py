@@ -14,7 +14,7 @@ from safetensors.numpy import save
 
 from deploy.processes import app_server
 
-from .helpers import REPO_ROOT, share_link, wait_for_app
+from .helpers import REPO_ROOT, metric_tiles, share_link, wait_for_app
 
 METRIC = "[data-testid='stMetric']"
 
@@ -27,9 +27,7 @@ def heads_file() -> bytes:
 
 def shown_metrics(page: Page) -> dict[str, str]:
     expect(page.locator(METRIC).first).to_be_visible(timeout=90_000)
-    labels = page.locator(f"{METRIC} [data-testid='stMetricLabel']").all_inner_texts()
-    values = page.locator(f"{METRIC} [data-testid='stMetricValue']").all_inner_texts()
-    return dict(zip(labels, values, strict=True))
+    return metric_tiles(page)
 
 
 def test_an_uploaded_file_reproduces_on_another_server_sharing_the_cache(page: Page, tmp_path: Path) -> None:
