@@ -8,6 +8,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 import core
+from core.approximation import prepare_inputs
+from core.approximators.common import HASH_STREAM
+from core.approximators.lsh import MAX_DIRECTIONS
 
 
 class LargestTensor(TorchDispatchMode):
@@ -139,3 +142,30 @@ def test_a_repeated_input_is_hashed_once_with_the_same_result(method: str, monke
     assert hashed[0] == 3 and hashed[-1] == 1
     torch.testing.assert_close(shared.attention(), copied.attention(), rtol=0, atol=0)
     torch.testing.assert_close(shared.output, copied.output, rtol=0, atol=0)
+
+
+def test_the_angular_hash_is_the_argmax_over_xr_and_minus_xr() -> None:
+    """Reformer's h(x) = argmax([x R, -x R]) on unit x: the engine takes the largest |x R| and its sign instead of
+    building the concatenation; the buckets must be the concatenation's argmax, queries and keys alike."""
+    x = core.data.gaussian(200, 16, seed=4, heads=2)
+    result = core.approximate("lsh", x.q, x.k, x.v, scale=1.0, seed=7, rounds=3, buckets=8)
+    rotations = prepare_inputs(x.q, x.k, x.v, 1.0, 7).randn(3, 16, 2 * MAX_DIRECTIONS, stream=HASH_STREAM)
+    for side, t in enumerate((x.q, x.k)):
+        unit = t.reshape(-1, 200, 16) / t.reshape(-1, 200, 16).norm(dim=-1, keepdim=True)
+        rotated = torch.einsum("bnd,rdk->brnk", unit, rotations[..., :MAX_DIRECTIONS])
+        expected = torch.cat([rotated, -rotated], dim=-1).argmax(dim=-1)
+        found = result.parts["buckets"][:, :, side]
+        assert found.shape == expected.shape
+        assert bool((expected >= MAX_DIRECTIONS).any()) and bool((expected < MAX_DIRECTIONS).any())
+        assert torch.equal(found, expected)
+
+
+def test_float16_keeps_long_chunks_in_range() -> None:
+    """With one bucket a chunk is the whole sequence: unnormalised weights times values summed over 4,096 keys
+    would pass float16's 65,504 for values near 40, so the half path normalises before its product."""
+    x = core.data.gaussian(4096, 16, seed=5, heads=1)
+    v = x.v + 40.0
+    exact = torch.softmax(0.1 * x.q @ x.k.transpose(-1, -2), dim=-1) @ v
+    half = core.approximate("lsh", x.q.half(), x.k.half(), v.half(), scale=0.1, rounds=1, buckets=1).output
+    assert bool(torch.isfinite(half).all())
+    torch.testing.assert_close(half.float(), exact, rtol=0, atol=0.1)

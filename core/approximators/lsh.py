@@ -171,10 +171,11 @@ def hash_plan(inputs: AttentionInputs, rounds: int, buckets: int, hashing: str =
     smyrf = hashing == XBOX_E2LSH and buckets > 1
 
     def angular(rotated: torch.Tensor) -> torch.Tensor:
-        # argmax over [x R, -x R] without building the concatenation
-        top, top_index = rotated.max(dim=-1)
-        bottom, bottom_index = rotated.min(dim=-1)
-        return torch.where(top >= -bottom, top_index, bottom_index + rotated.shape[-1])
+        # argmax over [x R, -x R] without building the concatenation: the largest |x R| and its sign (one reduction
+        # instead of a max and a min; an exact tie between +a and -a, measure zero, goes to the first index).
+        index = rotated.abs().argmax(dim=-1, keepdim=True)
+        negative = rotated.gather(-1, index).squeeze_(-1) < 0
+        return index.squeeze_(-1).add_(negative * rotated.shape[-1])
 
     def hashes(x: torch.Tensor, rotations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         if not primary:
@@ -279,17 +280,22 @@ def _lsh_output(inputs: AttentionInputs, plan: HashPlan) -> torch.Tensor:
             group.valid.logical_and_(itself.logical_not_())
             found = group.valid.sum(-1, dtype=torch.int32).reshape(-1)
             other_keys.index_add_(0, (group.batch * (n + 1)).unsqueeze(-1).add(group.q_pos).reshape(-1), found)
-        # Causal chunks mask about half their pairs: -inf there, as exp of -inf is fast and of lowest is not (5x on
-        # a CPU); a row with no pair left then gets lse = lowest, as the lowest fill gives it.
-        scores = group.scores(stats).masked_fill_(~group.valid, -math.inf if plan.causal else lowest)
-        # A row whose pairs were all attended earlier gets lse ~ lowest, so its round weight is 0.
-        lse = torch.logsumexp(scores, dim=-1, keepdim=True)
-        if plan.causal:
-            lse.clamp_min_(lowest)
-        probabilities = torch.exp_(scores.sub_(lse)).to(inputs.dtype)
-        out = torch.bmm(probabilities, group.v)
+        # Masked pairs are -inf (exp of -inf is fast, of the lowest float is not: 5x on a CPU). One pass of exp:
+        # weights exp(s - peak) and their sum give the normalised output and lse = peak + log(sum). A row with no
+        # pair left (all attended in an earlier round, padding, or causal) gets output 0 and lse = lowest, so its
+        # round weight is 0.
+        scores = group.scores(stats).masked_fill_(~group.valid, -math.inf)
+        peak = scores.amax(dim=-1, keepdim=True).clamp_min_(lowest)
+        weights = torch.exp_(scores.sub_(peak))
+        total = weights.sum(dim=-1, keepdim=True)
+        divisor = total.clamp_min(torch.finfo(stats).tiny)
+        if is_half(inputs.dtype):  # normalised before the half product, whose sums could leave float16's range
+            out = torch.bmm(weights.div_(divisor).to(inputs.dtype), group.v).to(stats)
+        else:  # normalised after it: c values per row instead of c * c
+            out = torch.bmm(weights.to(inputs.dtype), group.v).to(stats).div_(divisor)
+        lse = total.log_().add_(peak).clamp_min_(lowest)
         rows = ((group.round * b + group.batch) * (n + 1)).unsqueeze(-1).add(group.q_pos).reshape(-1)
-        outputs.index_copy_(0, rows, out.reshape(-1, inputs.dv).to(stats))
+        outputs.index_copy_(0, rows, out.reshape(-1, inputs.dv))
         lses.index_copy_(0, rows, lse.reshape(-1, 1))
     outputs, lses = outputs.view(rounds, b, n + 1, -1)[:, :, :n], lses.view(rounds, b, n + 1, 1)[:, :, :n]
     weights = torch.softmax(lses, dim=0)  # (R, B, n, 1)
