@@ -44,6 +44,7 @@ from core import config
 from core.cancel import Cancelled, CancelToken
 from core.device import cpu_threads
 from service import result_cache
+from service.host import usable_cpus
 
 if TYPE_CHECKING:
     from service.scheduler import Job
@@ -155,9 +156,8 @@ def worker_torch_threads() -> int:
     """The torch threads this worker process computes with: ``OMP_NUM_THREADS`` when the deployment sets it, else the
     CPUs it may use. Without this, a task thread takes MKL's count, and a Dask nanny starts its worker with
     ``MKL_NUM_THREADS=1``: every task computed on one thread (a light call at n = 512 took twice as long)."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     text = os.environ.get("OMP_NUM_THREADS", "").strip()
-    return max(1, int(text)) if text.isdigit() else max(1, cpus)
+    return max(1, int(text)) if text.isdigit() else usable_cpus()
 
 
 def on_worker() -> bool:

@@ -24,7 +24,6 @@ Streamlit.
 from __future__ import annotations
 
 import itertools
-import os
 import threading
 import time
 from collections import OrderedDict, deque
@@ -41,6 +40,7 @@ from core import config, limits
 from core.cancel import Cancelled, CancelToken
 from core.device import cpu_threads
 from service import dask_client, placement, result_cache
+from service.host import usable_cpus
 
 if TYPE_CHECKING:
     from service.dask_client import ClusterRunner
@@ -61,26 +61,19 @@ def estimate_seconds(elements: float) -> float:
     return float(elements) / ELEMENTS_PER_SECOND
 
 
-def cores() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
-
-
 def default_slots() -> int:
     configured = config.read("slots")  # ATTN_EXPLORER_SLOTS
     if configured is not None:
         return configured
     if torch.cuda.is_available():
         return max(1, torch.cuda.device_count())
-    return max(1, cores() // 2)
+    return max(1, usable_cpus() // 2)
 
 
 def light_slots() -> int:
     """How many light computations run at once (``ATTN_EXPLORER_LIGHT_SLOTS``, default: one per core)."""
     configured = config.read("light_slots")
-    return configured if configured is not None else cores()
+    return configured if configured is not None else usable_cpus()
 
 
 _light_gates: dict[int, threading.BoundedSemaphore] = {}
@@ -180,7 +173,7 @@ class Scheduler:
             remote = cluster() if cluster is not None else None
             slots = config.read("slots") or (remote.slots() if remote is not None else None) or default_slots()
         self.slots = slots
-        self.threads_per_job = max(1, cores() // self.slots)
+        self.threads_per_job = max(1, usable_cpus() // self.slots)
         self._executor = ThreadPoolExecutor(max_workers=self.slots, thread_name_prefix="attn-job")
         self._lock = threading.RLock()
         self._queues: OrderedDict[str, deque[Job]] = OrderedDict()  # session id -> its queued jobs, RR order

@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 from core.cancel import Cancelled
 from core.errors import ConfigError, ParameterError
 from service import result_cache, scheduler
+from service.host import usable_cpus
 from service.scheduler import Scheduler
 from ui import jobs
 
@@ -103,7 +104,7 @@ def test_slots_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ATTN_EXPLORER_SLOTS", "zero")
     with pytest.raises(ConfigError, match="ATTN_EXPLORER_SLOTS: 'zero' is not allowed; it must be an integer from 1"):
         scheduler.default_slots()
-    expected = max(1, torch.cuda.device_count()) if torch.cuda.is_available() else max(1, scheduler.cores() // 2)
+    expected = max(1, torch.cuda.device_count()) if torch.cuda.is_available() else max(1, usable_cpus() // 2)
     monkeypatch.delenv("ATTN_EXPLORER_SLOTS")
     assert scheduler.default_slots() == expected
 
@@ -120,12 +121,12 @@ def test_threads_per_job_keep_slots_times_threads_within_cores(
     make_scheduler: Callable[..., Scheduler],
 ) -> None:
     sched = make_scheduler(1)
-    assert sched.threads_per_job == scheduler.cores()
+    assert sched.threads_per_job == usable_cpus()
     seen: list[int] = []
     job = sched.submit("threads", "threads", lambda report: seen.append(torch.get_num_threads()), "s")
     assert job.done_event.wait(10)
     assert seen == [sched.threads_per_job]
-    many = make_scheduler(scheduler.cores() * 2)
+    many = make_scheduler(usable_cpus() * 2)
     assert many.threads_per_job == 1
 
 
@@ -540,7 +541,7 @@ def test_light_slots_come_from_the_environment_or_the_cores(
     monkeypatch: pytest.MonkeyPatch, raw: str, expected: int | None
 ) -> None:
     monkeypatch.setenv("ATTN_EXPLORER_LIGHT_SLOTS", raw)
-    assert scheduler.light_slots() == (scheduler.cores() if expected is None else expected)
+    assert scheduler.light_slots() == (usable_cpus() if expected is None else expected)
 
 
 @pytest.mark.parametrize("raw", ["0", "junk", "999", "2.5"])
