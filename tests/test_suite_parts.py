@@ -52,13 +52,14 @@ def test_the_two_parts_are_disjoint_and_together_the_whole_suite() -> None:
 
 
 def test_a_file_splits_between_the_parts_by_the_serial_marker() -> None:
-    # tests/test_hostile_urls.py: the drawn links, each held to the run limit, are serial; the quoted links parallel.
-    files = ["tests/test_hostile_urls.py"]
+    # tests/test_benchmarks.py: the limits calibration, a measured sweep held under the estimate, is serial; the rest
+    # parallel.
+    files = ["tests/test_benchmarks.py"]
     parallel = collected("--part", "parallel", files=files)
     serial = collected("--part", "serial", files=files)
     assert parallel and serial and not parallel & serial
-    assert all("::test_hostile_values_for_every_url_parameter_never_raise[" in test for test in serial), serial
-    assert all("::test_quoted_hostile_urls[" in test for test in parallel), parallel
+    calibration = "test_limits_calibration_benchmark_puts_both_estimates_beside_a_measured_sweep"
+    assert serial == {f"tests/test_benchmarks.py::{calibration}"}
     assert parallel | serial == collected(files=files)
 
 

@@ -28,7 +28,7 @@ PAGES = {
     "Error_vs_entropy": "n=64&heads=1&points=4",
     "Regime_map": "n=64&nb=2&ns=2&seeds=1",
     "VCC": "n=64",
-    "Rank_vs_heads": "steps=20&ranks=1&hv=1",
+    "Rank_vs_heads": "steps=20&ranks=1&hv=1&nsweep=2",
     "Kernels": "n=64&draws=250&lk_steps=10",
     "Scaling": "heads=2&committed=" + urllib.parse.quote(COMMITTED),
     "Paper_claims": "papers=rank-vs-heads",
