@@ -61,7 +61,7 @@ SMOKE_PARAMS: dict[str, dict[str, str]] = {p.file: {"n": "64"} for p in ALL_PAGE
     "pages/2_Sparse_plus_low_rank.py": {"n": "64", "f4_draws": "1"},
     "pages/3_Error_vs_entropy.py": {"n": "64", "points": "4"},
     "pages/4_Regime_map.py": {"n": "64", "nb": "2", "ns": "2"},
-    "pages/6_Rank_vs_heads.py": {"n": "64", "steps": "20"},
+    "pages/6_Rank_vs_heads.py": {"n": "64", "steps": "20", "nsweep": "2"},
     "pages/7_Kernels.py": {"n": "64", "draws": "250", "lk_steps": "10"},
     "pages/9_Paper_claims.py": {"n": "64", "papers": "rank-vs-heads"},
     "pages/10_Error_vs_cost.py": {"n": "64", "runs": "1"},
