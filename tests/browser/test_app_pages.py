@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
+from render_params import RENDER_PARAMS
 
 from ui import page_registry
 
@@ -31,11 +32,6 @@ MY_PAGES = {
 }
 # Pages with their own sidebar (no shared input controls): the URL value to find in the share link.
 OWN_SIDEBAR = {"Rank_vs_heads": "steps=20", "Scaling": "heads=2", "Paper_claims": "papers=rank-vs-heads"}
-
-
-def url_paths() -> list[str]:
-    """URL path of every file in pages/ (Streamlit strips the number prefix)."""
-    return [p.url_path for p in page_registry.PAGES]
 
 
 def params_of(url: str) -> dict[str, list[str]]:
@@ -72,11 +68,13 @@ def test_deep_link_is_the_first_request_on_a_fresh_server(page: Page, path: str)
 
 
 def test_every_page_opens_by_deep_link(page: Page, app_server: str) -> None:
-    for path in url_paths():
-        page.goto(f"{app_server}/{path}?n=64&heads=1&seed=3")
+    # Each page at its render settings (tests/render_params.py: n = 64 and its heaviest knob turned down).
+    for entry in page_registry.PAGES:
+        query = urllib.parse.urlencode({**RENDER_PARAMS[entry.file], "heads": "1", "seed": "3"})
+        page.goto(f"{app_server}/{entry.url_path}?{query}")
         wait_for_app(page)
         expect(page.locator("[data-testid='stMain'] h1").first).to_be_visible()
-        assert page.url.split("?")[0].endswith("/" + path), page.url
+        assert page.url.split("?")[0].endswith("/" + entry.url_path), page.url
 
 
 def test_a_slider_move_updates_the_url_and_the_metrics(page: Page, app_server: str) -> None:
