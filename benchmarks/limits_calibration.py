@@ -31,6 +31,7 @@ import torch
 import core  # noqa: E402
 from benchmarks.harness import RESULTS_DIR, machine_facts, time_engine, time_once, write_results  # noqa: E402
 from core import limits, regime, sweeps  # noqa: E402
+from service import scheduler  # noqa: E402
 
 D = 64
 EVE_DEFAULT = ("lsh", "performer", "scatterbrain")  # ui.presets.EVE_METHODS
@@ -211,8 +212,7 @@ def button_cases(quick: bool) -> list[tuple[str, str, Callable[[], tuple[float, 
 
 def measure_buttons(quick: bool) -> list[dict[str, Any]]:
     """Each button's work once, cold, with the threads one compute slot gets on this machine (as the app runs it)."""
-    cores = max(1, len(os.sched_getaffinity(0)))
-    threads = max(1, cores // max(1, cores // 2))
+    threads = scheduler.threads_per_job(scheduler.default_slots())
     rows = []
     for page, what, build in button_cases(quick):
         estimate, call = build()

@@ -31,6 +31,7 @@ from benchmarks.harness import RESULTS_DIR, baseline_tree, commit, machine_facts
 from core import config
 from core import device as core_device
 from service import dask_client, placement, result_cache, views
+from service.host import usable_cpus
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_MS = 20.0
@@ -75,7 +76,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     load_start = os.getloadavg()
     before = _baseline(args.baseline, args.calls) if args.baseline else None
-    threads = max(1, len(os.sched_getaffinity(0)))  # what deploy/loopback.py gives its one worker
+    threads = usable_cpus()  # what deploy/loopback.py gives its one worker
     torch.set_num_threads(threads)
     rows: list[dict[str, Any]] = []
     with loopback_deployment(workers=0, gpu_workers=1, web=False) as cluster:

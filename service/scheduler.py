@@ -70,6 +70,11 @@ def default_slots() -> int:
     return max(1, usable_cpus() // 2)
 
 
+def threads_per_job(slots: int) -> int:
+    """The torch threads each of ``slots`` compute slots gets on this host's CPUs."""
+    return max(1, usable_cpus() // max(1, slots))
+
+
 def light_slots() -> int:
     """How many light computations run at once (``ATTN_EXPLORER_LIGHT_SLOTS``, default: one per core)."""
     configured = config.read("light_slots")
@@ -173,7 +178,7 @@ class Scheduler:
             remote = cluster() if cluster is not None else None
             slots = config.read("slots") or (remote.slots() if remote is not None else None) or default_slots()
         self.slots = slots
-        self.threads_per_job = max(1, usable_cpus() // self.slots)
+        self.threads_per_job = threads_per_job(self.slots)
         self._executor = ThreadPoolExecutor(max_workers=self.slots, thread_name_prefix="attn-job")
         self._lock = threading.RLock()
         self._queues: OrderedDict[str, deque[Job]] = OrderedDict()  # session id -> its queued jobs, RR order
