@@ -44,7 +44,9 @@ UV_VERSION=0.13.9
 
 # Install requirement arguments (-r FILE ...) with uv, pip-installed into the venv first. uv reads no pip
 # configuration, so pip's own settings (index-url, extra-index-url, find-links, constraint, from pip.conf or PIP_*)
-# are handed over as uv options, with pip's rule of taking the best match over all indexes.
+# are handed over as uv options, with pip's rule of taking the best match over all indexes. Like pip, it compiles the
+# bytecode at install: with PYTHONDONTWRITEBYTECODE set (as on the CI machine) every process would otherwise compile
+# torch, Streamlit and pandas from source at each import (a fresh-clone CI run without it was slower in both parts).
 _uv_install() {
     "$VENV/bin/python" -m pip install --disable-pip-version-check --quiet "uv==$UV_VERSION" || return 1
     local options=()
@@ -66,7 +68,7 @@ for line in listing.splitlines():
             print(item)
 PY
     ) || return 1
-    "$VENV/bin/uv" pip install --quiet --python "$VENV/bin/python" --index-strategy unsafe-best-match \
+    "$VENV/bin/uv" pip install --quiet --python "$VENV/bin/python" --index-strategy unsafe-best-match --compile-bytecode \
         ${options[@]+"${options[@]}"} "$@"
 }
 
@@ -96,8 +98,8 @@ ensure_venv() {
     done
     echo "==> installing $* into $VENV (a new environment takes a minute or two)"
     local started=$SECONDS
-    # uv installs the same pins as pip, from the same indexes, in about a tenth of the time (76 s -> 9 s for the
-    # test requirements on the 2-core reference machine); pip is the fallback when uv cannot be had or fails.
+    # uv installs the same pins as pip, from the same indexes, in a third of the time (76 s -> 26 s for the test
+    # requirements on the 2-core reference machine, cold caches); pip is the fallback when uv cannot be had or fails.
     local status=0 log
     log="$(mktemp)"
     if _uv_install "${args[@]}" >"$log" 2>&1; then
