@@ -204,34 +204,3 @@ def test_method_figure_exports_one_chosen_map_at_full_resolution(page: Page, app
     downloads["PNG (full resolution)"].save_as(png_path)
     png = png_path.read_bytes()
     assert (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")) == (64, 64)
-
-
-# Text that Streamlit cuts with an ellipsis when it does not fit: metric labels and values, widget labels, buttons,
-# expander headers, tabs. An element is cut when its text is wider than its box and its overflow is hidden.
-CUT_TEXT = """() => {
-  const found = [];
-  const roots = document.querySelectorAll("[data-testid='stMetricValue'], [data-testid='stMetricLabel'], " +
-    "[data-testid='stWidgetLabel'], [data-testid='stMain'] label, [data-testid='stMain'] button, " +
-    "[data-testid='stExpander'] summary, [role='tab']");
-  for (const root of roots) {
-    for (const e of [root, ...root.querySelectorAll('*')]) {
-      const text = (e.innerText || '').trim();
-      if (text && e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflow !== 'visible') {
-        found.push(text.slice(0, 60));
-        break;
-      }
-    }
-  }
-  return [...new Set(found)];
-}"""
-
-
-@pytest.mark.parametrize("path", list(MY_PAGES))
-def test_no_label_or_value_is_cut_off_on_a_1280_by_720_screen(page: Page, app_server: str, path: str) -> None:
-    """The issue's projector size: every metric label and value, control label and button reads in full (the
-    regime map's "19 of 40 cells" and Compare's "LSH sparse (Reformer/SMYRF)" ended in "…" before)."""
-    page.set_viewport_size({"width": 1280, "height": 720})
-    page.goto(f"{app_server}/{path}?{MY_PAGES[path]}")
-    wait_for_app(page)
-    page.wait_for_timeout(1000)  # chart components and metric tiles that mount after the run
-    assert page.evaluate(CUT_TEXT) == []
