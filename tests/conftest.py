@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pytest
 import torch
-from suite_parts import PARTS, is_serial
+from suite_parts import PARTS, holds_no_test_of, is_serial
 
 if TYPE_CHECKING:  # imported where used: engine-only test runs need not load Streamlit
     from streamlit.testing.v1 import AppTest
@@ -70,6 +70,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "other tests (scripts/test.sh runs them under pytest-xdist); serial, the rest (marker serial, or a file in "
         "tests/suite_parts.py's SERIAL_FILES), which scripts/test.sh runs alone afterwards. The two together are all",
     )
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """--part: a test file that can hold no test of the part is not imported (the serial part's collection took 10 s,
+    most of it importing files it then deselected whole)."""
+    if holds_no_test_of(config.getoption("--part", default="all"), collection_path, REPO_ROOT):
+        return True
+    return None
 
 
 @pytest.hookimpl(trylast=True)

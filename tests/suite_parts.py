@@ -62,3 +62,15 @@ def is_serial(item: pytest.Item, root: Path) -> bool:
     """True for a test of the serial part: marker ``serial``, or its file (relative to ``root``) in ``SERIAL_FILES``."""
     relative = Path(item.path).resolve().relative_to(root).as_posix()
     return item.get_closest_marker("serial") is not None or relative in SERIAL_FILES
+
+
+def holds_no_test_of(part: str, path: Path, root: Path) -> bool:
+    """True when the test file ``path`` can hold no test of ``part``, so the part need not import it: a file of
+    ``SERIAL_FILES`` holds only serial tests, and a file that never writes the serial marker only parallel ones (the
+    marker is written in the file, as ``@pytest.mark.serial`` or ``pytestmark``; no conftest adds it)."""
+    if part == "all" or path.suffix != ".py" or not path.name.startswith("test_"):
+        return False
+    whole_file_serial = path.resolve().relative_to(root).as_posix() in SERIAL_FILES
+    if part == "parallel":
+        return whole_file_serial
+    return not whole_file_serial and "mark.serial" not in path.read_text(encoding="utf-8")

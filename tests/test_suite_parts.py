@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-from suite_parts import LONGEST_FIRST, SERIAL_FILES, longest_first
+from suite_parts import LONGEST_FIRST, PARTS, SERIAL_FILES, holds_no_test_of, longest_first
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -102,3 +102,21 @@ def test_every_longest_first_file_is_in_the_parallel_part() -> None:
     for path in LONGEST_FIRST:
         assert (REPO_ROOT / path).is_file(), path
         assert path not in SERIAL_FILES, path
+
+
+def test_a_part_skips_only_the_files_that_hold_none_of_its_tests(tmp_path: Path) -> None:
+    (tmp_path / "tests").mkdir()
+    marked = tmp_path / "tests" / "test_marked.py"
+    marked.write_text("import pytest\n\n\n@pytest.mark.serial\ndef test_timed() -> None: ...\n")
+    plain = tmp_path / "tests" / "test_plain.py"
+    plain.write_text("def test_plain() -> None: ...\n")
+    whole = tmp_path / next(iter(SERIAL_FILES))
+    whole.parent.mkdir(parents=True, exist_ok=True)
+    whole.write_text("def test_timed() -> None: ...\n")
+    helper = tmp_path / "tests" / "helpers.py"
+    helper.write_text("")
+    assert not holds_no_test_of("serial", marked, tmp_path) and not holds_no_test_of("parallel", marked, tmp_path)
+    assert holds_no_test_of("serial", plain, tmp_path) and not holds_no_test_of("parallel", plain, tmp_path)
+    assert not holds_no_test_of("serial", whole, tmp_path) and holds_no_test_of("parallel", whole, tmp_path)
+    assert not any(holds_no_test_of(part, path, tmp_path) for part in PARTS for path in (helper,))
+    assert not any(holds_no_test_of("all", path, tmp_path) for path in (marked, plain, whole))
