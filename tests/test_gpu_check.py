@@ -132,6 +132,7 @@ def test_the_dry_run_writes_the_gpu_tables_marked_as_cpu(
         assert all(row["status"] == "ok" for row in report.get("pages", []) if "seconds" in row), report["pages"]
 
 
+@pytest.mark.serial  # times the stop in flight against the step's limit
 def test_a_step_past_its_limit_is_stopped_in_flight_and_says_what_it_reached(tmp_path: Path) -> None:
     started = time.monotonic()
     report = gpu.run(tmp_path, dry_run=True, steps=("scaling",), limits={"scaling": 4})
