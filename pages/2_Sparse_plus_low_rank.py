@@ -30,12 +30,7 @@ def scatterbrain_sections(s: ui.Settings) -> None:
     factor = int(parts["factor"])
     summary = None  # Scatterbrain vs the naive sum, at full resolution only
     if exact_head is not None and factor == 1:
-        arrays = computed.inputs(s)
-        logits = sparse_lowrank.head_logits(arrays.q[head], arrays.k[head], s.beta)
-        raw = computed.parts(s, "scatterbrain", params, ("unnormalized_low_rank",))["unnormalized_low_rank"]
-        summary = sparse_lowrank.correction_summary(
-            exact_head, parts["attention"], parts["naive_sum"], parts["support"], raw, logits, params.get("features", 0)
-        )
+        summary = computed.scatterbrain_correction(s, params, names)
     exact_map = exact_head if factor == 1 else ui.display(exact_head)  # at the parts' resolution (sortable at 1)
     view = panels.MapView(s, factor, controls.map_controls())
 

@@ -48,8 +48,10 @@ if clicked:
     store[c.run.cache_key()] = service.views.run(
         c.run, c.run.total_limit, title="Measuring (time is bounded by the limits)"
     )
-# A measurement of these settings that any session (or the server's warm-up) made is in the shared cache.
-points = store.get(c.run.cache_key()) or service.views.lookup(c.run)
+# A measurement of these settings that any session (or the server's warm-up) made is in the shared cache; it says
+# where it was measured (this process, another replica's host, or a cluster worker).
+measurement = store.get(c.run.cache_key()) or service.views.lookup(c.run)
+points = measurement.points if measurement is not None else None
 
 committed = scaling_tables.load_committed(RESULTS_DIR)
 shown_files = ui.multiselect(
@@ -70,19 +72,22 @@ elif points is None:
     )
 
 frame = pd.DataFrame([vars(p) for p in points]) if points else pd.DataFrame()
+if measurement is not None:
+    st.caption(f"Measured on **{measurement.describe()}**.")
 if points:
     panels.draw_stops(points)
 
-# This process's GEMM rate (measured once per process) times the FLOP model; a worker's times get none: this server's
-# matmul rate says nothing about the worker's.
-gemm = compute.gemm_gflops(c.device.type) if points and not c.remote else math.nan
+# This process's GEMM rate (measured once per process) times the FLOP model; a measurement made elsewhere (a worker,
+# another replica's machine) gets none: this server's matmul rate says nothing about that machine's.
+gemm = compute.gemm_gflops(c.device.type) if measurement is not None and measurement.measured_here() else math.nan
 series = scaling_tables.measured_series(points or [], c.run.methods, gemm * 1e9)
 for label in shown_files:
     series += scaling_tables.committed_series(committed[label], c.run.methods)
 colours = {m: ui.method_colour(m) for m in c.run.methods}
 if points or shown_files:
     time_fig, memory_fig = scaling_figs.time_figure(series, colours), scaling_figs.memory_figure(series, colours)
-    panels.draw_charts(time_fig, memory_fig, frame, gemm if points else None, measured_on=c.measured_on)
+    measured_on = measurement.describe() if measurement is not None else c.measured_on
+    panels.draw_charts(time_fig, memory_fig, frame, gemm if points else None, measured_on=measured_on)
 slopes = scaling_tables.slopes_table(series)
 if slopes:
     panels.draw_slopes(slopes)

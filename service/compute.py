@@ -21,7 +21,7 @@ import torch
 import core
 from core import cancel as core_cancel
 from core import device as core_device
-from core import metrics, profiling
+from core import metrics, profiling, sparse_lowrank
 from service import placement, result_cache, views
 from service.downsampling import Matrix, block_factor, block_reduce
 from service.scheduler import LIGHT_SECONDS, estimate_seconds, light_work
@@ -373,6 +373,24 @@ def method_parts_now(parts: views.MethodParts) -> dict[str, np.ndarray]:
             array = block_reduce(array, factor, mode)
         out[name] = array
     return out
+
+
+def scatterbrain_correction_now(view: views.ScatterbrainCorrection) -> sparse_lowrank.CorrectionSummary:
+    parts_view = view.parts
+    run, head = parts_view.run, parts_view.head
+    parts = method_parts(parts_view)
+    raw = method_parts(views.MethodParts(run, head, ("unnormalized_low_rank",), parts_view.reduce))
+    arrays = load_inputs(run.inputs)
+    logits = sparse_lowrank.head_logits(arrays.q[head], arrays.k[head], run.beta)
+    return sparse_lowrank.correction_summary(
+        exact(run.exact()).attention[head],
+        parts["attention"],
+        parts["naive_sum"],
+        parts["support"],
+        raw["unnormalized_low_rank"],
+        logits,
+        int(run.kwargs.get("features", 0)),
+    )
 
 
 def method_parts_scheduled(parts: views.MethodParts) -> dict[str, np.ndarray]:

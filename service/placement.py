@@ -62,6 +62,18 @@ class WorkerDevices:
     gpu: bool  # advertises the GPU resource
 
 
+def computing_here(device: str) -> Placement:
+    """Where a computation running now runs: this Dask worker (its name and host), or this process."""
+    name = dask_client.worker_name()
+    if name is not None:
+        return Placement(socket.gethostname(), device, True, name=name)
+    return _here(device)
+
+
+def this_host() -> str:
+    return socket.gethostname()
+
+
 def base_device(name: str) -> str:
     """``cuda@worker`` -> ``cuda``; other names unchanged."""
     return name[: -len(REMOTE)] if name.endswith(REMOTE) else name
@@ -213,10 +225,12 @@ __all__ = [
     "WorkerDevices",
     "base_device",
     "compute",
+    "computing_here",
     "describe_choice",
     "for_device",
     "is_remote_name",
     "offered",
+    "this_host",
     "view_device_name",
     "where",
     "worker_devices",

@@ -276,6 +276,20 @@ class MethodParts(View):
         return compute.method_parts_now(self)
 
 
+@dataclasses.dataclass(frozen=True)
+class ScatterbrainCorrection(View):
+    """Scatterbrain against the naive sum of its parts on one head at full resolution: both errors, and what the
+    correction does on the sparse support (``core.sparse_lowrank.correction_summary``). ``parts`` is the page's
+    own parts view (attention, naive_sum and support among its names), so the parts are cache hits."""
+
+    cache_name: ClassVar[str] = "scatterbrain_correction"
+
+    parts: MethodParts
+
+    def compute(self, report: Callable[..., None] | None = None) -> Any:
+        return compute.scatterbrain_correction_now(self)
+
+
 # ------------------------------------------------------------------ the pages' studies
 
 
@@ -735,6 +749,24 @@ class FactOneConstruction(View):
 
 
 @dataclasses.dataclass(frozen=True)
+class ScalingMeasurement:
+    """A Scaling run's points and where they were measured: ``worker`` is the Dask worker's name ("" in a web
+    process), ``host`` its machine, ``device`` cpu or cuda. A page draws this machine's GEMM-rate model only for a
+    measurement made on its own host outside a worker (``measured_here``)."""
+
+    points: list[Any]  # core.profiling.ScalingPoint, in the order measured
+    host: str
+    worker: str
+    device: str
+
+    def describe(self) -> str:
+        return placement.Placement(self.host, self.device, bool(self.worker), name=self.worker).describe()
+
+    def measured_here(self) -> bool:
+        return not self.worker and self.host == placement.this_host()
+
+
+@dataclasses.dataclass(frozen=True)
 class ScalingRun(View):
     """Time and memory of the chosen methods against n on this server, within the run's limits."""
 
@@ -752,10 +784,12 @@ class ScalingRun(View):
     total_limit: float  # seconds
     memory_limit: float  # MiB
 
-    def compute(self, report: Callable[..., None] | None = None) -> Any:
+    def compute(self, report: Callable[..., None] | None = None) -> ScalingMeasurement:
         from core import profiling
 
-        return profiling.scaling_run(
+        device = compute.resolve(self.device)
+        where = placement.computing_here(device.type)
+        points = profiling.scaling_run(
             list(self.methods),
             list(self.sizes),
             d=self.d,
@@ -763,12 +797,13 @@ class ScalingRun(View):
             row_budget=self.row_budget,
             scale=self.beta,
             seed=self.seed,
-            device=compute.resolve(self.device),
+            device=device,
             point_limit_s=self.point_limit,
             total_limit_s=self.total_limit,
             memory_limit_bytes=self.memory_limit * 2**20,
             progress=report,
         )
+        return ScalingMeasurement(points, where.host, where.name, where.device)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -92,6 +93,24 @@ def test_a_view_computes_on_a_worker_with_the_same_numbers(scheduler: tuple[Sche
         np.testing.assert_allclose(job.result.metrics[name], values, rtol=1e-5, err_msg=name)
     np.testing.assert_allclose(job.result.attention, here.attention, rtol=1e-5, atol=1e-7)
     assert stored == [view.cache_key()]
+
+
+def test_a_scaling_run_on_a_worker_names_that_worker(
+    scheduler: tuple[Scheduler, list[str]], runner: dask_client.ClusterRunner
+) -> None:
+    sched, _ = scheduler
+    run = views.ScalingRun(("performer",), (64,), 1, 16, 16, 1.0, 0, "cpu", 10.0, 30.0, 2048.0)
+    job = submit(sched, run, run.cache_key())
+    assert job.done_event.wait(60), job.label
+    assert job.state == "done", job.error
+    measured = job.result
+    client = runner.client()
+    assert client is not None
+    names = {str(w["name"]) for w in client.scheduler_info(n_workers=-1)["workers"].values()}
+    assert measured.worker in names and measured.host == socket.gethostname(), (measured.worker, names)
+    assert measured.describe() == f"cpu on worker {measured.worker} ({measured.host})"
+    assert not measured.measured_here()  # the page draws no model from its own GEMM rate
+    assert [p.n for p in measured.points] == [64]
 
 
 def test_a_worker_computes_a_view_without_importing_streamlit(scheduler: tuple[Scheduler, list[str]]) -> None:

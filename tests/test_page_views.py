@@ -108,6 +108,40 @@ def test_a_warm_timing_on_a_worker_device_is_measured_and_keyed_there(monkeypatc
     assert where.remote and where.worker == worker.address and where.device == "cuda"
 
 
+# ------------------------------------------------------------------ Sparse + low rank: the correction's summary
+
+PARTS_NAMES = ("support_rounds", "support", "sparse", "low_rank", "naive_sum", "attention")
+
+
+def test_the_correction_summary_is_a_view_of_the_pages_parts() -> None:
+    run = views.MethodRun.of(SPEC.replace(seed=41), 2.0, "cpu", "scatterbrain", {"features": 16}, 0)
+    parts_view = views.MethodParts(run, 1, PARTS_NAMES, True)
+    got = compute.remembered(views.ScatterbrainCorrection(parts_view))
+    assert isinstance(got, sparse_lowrank.CorrectionSummary) and got.features == 16
+    exact = compute.exact(run.exact()).attention[1].astype(np.float64)
+    whole = compute.run_method(run)  # the method's run on every head: its head 1 is the parts' attention
+    assert got.sb_error == pytest.approx(np.linalg.norm(whole.attention[1] - exact) / np.linalg.norm(exact), rel=1e-5)
+    parts = compute.method_parts(parts_view)
+    assert got.naive_error == pytest.approx(np.linalg.norm(parts["naive_sum"] - exact) / np.linalg.norm(exact))
+    assert got.omega_share == pytest.approx(parts["support"].astype(bool).mean())
+    assert got.naive_error > got.sb_error  # the correction is what makes the sum better than naive
+    assert views.is_cached(views.ScatterbrainCorrection(parts_view))
+
+
+def test_the_correction_summary_computes_on_the_worker_with_the_pages_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    worker = placement.WorkerDevices("tcp://10.0.0.2:1", "gpu-1", "gpu-host", 1, ("auto", "cpu", "cuda"), gpu=True)
+    monkeypatch.setattr(core_device, "cuda_available", lambda: False)
+    monkeypatch.setattr(placement, "worker_devices", lambda runner=None: [worker])
+    monkeypatch.setattr(dask_client, "runner", lambda: dask_client.ClusterRunner("tcp://10.0.0.9:1"))
+    sent: list[tuple[Any, Any]] = []
+    monkeypatch.setattr(placement, "run_remote", lambda view, where: sent.append((view, where)) or None)
+    run = views.MethodRun.of(SPEC.replace(seed=78), 2.0, "cuda@worker", "scatterbrain", {}, 0)
+    view = views.ScatterbrainCorrection(views.MethodParts(run, 0, PARTS_NAMES, True))
+    compute.remembered(view)
+    assert [v for v, _ in sent] == [view]
+    assert sent[0][1].remote and sent[0][1].worker == worker.address and sent[0][1].device == "cuda"
+
+
 # ------------------------------------------------------------------ Scaling: the GEMM rate, and where it measured
 
 
@@ -164,16 +198,41 @@ def test_scaling_says_it_measures_on_a_worker_and_gives_no_gemm_line_then(
             placement.Placement("a worker", "cpu", True) if heavy else where(view, heavy=heavy, runner=runner)
         ),
     )
+    # The measurement says where it was made; a stand-in worker "gpu-1" on "gpu-host" measures this one.
+    monkeypatch.setattr(
+        placement, "computing_here", lambda device: placement.Placement("gpu-host", device, True, name="gpu-1")
+    )
     at = open_scaling_page(seed="5")
     assert any("Measuring on **a cluster worker's cpu**" in c.value for c in at.sidebar.caption)
     assert any("size(s) on a cluster worker's cpu" in c.value for c in at.caption)
     next(b for b in at.button if b.label == "Measure").click().run()
     assert not at.exception, [e.value for e in at.exception]
+    assert any("Measured on **cpu on worker gpu-1 (gpu-host)**" in c.value for c in at.caption)
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)
     names = [trace.get("name", "") for trace in spec["data"]]
     assert any(name.startswith("Performer") for name in names), names
     assert not any("FLOPs at GEMM rate" in name for name in names), names
     assert not any("GFLOP/s" in c.value for c in at.caption)
+    assert any("measured on cpu on worker gpu-1 (gpu-host)" in c.value for c in at.caption)
+
+
+def test_a_scaling_measurement_made_here_says_so_and_gets_the_gemm_line(
+    open_scaling_page: Callable[..., AppTest],
+) -> None:
+    run = views.ScalingRun(("performer",), (64,), 1, 16, 16, 1.0, 0, "cpu", 10.0, 30.0, 2048.0)
+    measured = run.compute()
+    assert measured.worker == "" and measured.host == placement.this_host() and measured.measured_here()
+    assert measured.describe() == f"cpu in this process ({placement.this_host()})"
+    assert [p.n for p in measured.points] == [64]
+    # Another replica's machine (a shared cache) is not this one: no GEMM line from this server's rate.
+    elsewhere = views.ScalingMeasurement(measured.points, "another-host", "", "cpu")
+    assert not elsewhere.measured_here()
+
+    at = open_scaling_page(seed="6")
+    next(b for b in at.button if b.label == "Measure").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(f"Measured on **cpu in this process ({placement.this_host()})**" in c.value for c in at.caption)
+    assert any("GFLOP/s" in c.value for c in at.caption)
 
 
 def test_compare_scrubber_draws_its_frames_from_the_service(

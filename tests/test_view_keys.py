@@ -36,6 +36,7 @@ EXAMPLES: dict[str, views.View] = {
     "entropy_readout": views.EntropyReadout(views.ExactAttention(SPEC, 5.0, "cpu")),
     "run_method": RUN,
     "method_parts": views.MethodParts(RUN, 1, ("attention", "sparse"), True),
+    "scatterbrain_correction": views.ScatterbrainCorrection(views.MethodParts(RUN, 1, ("attention", "support"), True)),
     "clustered_entropy_curve": views.ClusteredEntropyCurve(51, 32, 4, 0.3, 0),
     "token_row_errors": views.TokenRowErrors(RUN, 1),
     "error_vs_entropy": views.TemperatureSweep(SPEC, (0.1, 1.0), ("lsh", "scatterbrain"), 0.125, 0, SCORES, "cpu"),

@@ -5,10 +5,11 @@ entropy readout, and the display order. ``Settings`` holds; these functions buil
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
+from core import sparse_lowrank
 from service import compute, uploads, views
 from ui import page_lifecycle
 from ui.fields import max_heads
@@ -40,9 +41,24 @@ def parts(
     """Named dense parts of one head of a method's run (the shown head unless ``head``)."""
     # In cluster order a map must be reordered before any reduction, so up to the cached full size the parts come at
     # full resolution and the page reduces them after sorting.
+    return compute.method_parts_scheduled(parts_view(s, method, params, names, head))
+
+
+def parts_view(
+    s: Settings, method: str, params: dict[str, Any], names: tuple[str, ...], head: int | None = None
+) -> views.MethodParts:
+    """The view ``parts`` asks for."""
     full = s.by_cluster and compute.block_factor(s.n) > 1 and s.n <= compute.CACHE_FULL_MAX_N
-    view = views.MethodParts(s.method_run(method, params), s.head if head is None else head, tuple(names), not full)
-    return compute.method_parts_scheduled(view)
+    return views.MethodParts(s.method_run(method, params), s.head if head is None else head, tuple(names), not full)
+
+
+def scatterbrain_correction(
+    s: Settings, params: dict[str, Any], names: tuple[str, ...]
+) -> sparse_lowrank.CorrectionSummary:
+    """Scatterbrain against the naive sum on the shown head, from the parts ``parts(s, "scatterbrain", params,
+    names)`` gave (full resolution only), computed where the page's views compute."""
+    view = views.ScatterbrainCorrection(parts_view(s, "scatterbrain", params, names))
+    return cast(sparse_lowrank.CorrectionSummary, compute.remembered(view))
 
 
 def cluster_order(s: Settings) -> np.ndarray | None:

@@ -25,7 +25,6 @@ class ScalingControls:
 
     run: ScalingRun
     device: torch.device
-    remote: bool = False  # a cluster worker measures (service.placement, with a scheduler)
     measured_on: str = ""  # where, in words
 
 
@@ -105,4 +104,4 @@ def scaling_controls() -> ScalingControls:
     placed = placement.where(run, heavy=True)  # with a scheduler, a cluster worker measures
     measured_on = f"a cluster worker's {placed.device}" if placed.remote else core_device.describe(device)
     where_box.caption(f"Measuring on **{measured_on}**")
-    return ScalingControls(run, device, placed.remote, measured_on)
+    return ScalingControls(run, device, measured_on)
