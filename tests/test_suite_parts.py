@@ -4,6 +4,7 @@ the serial part alone. Together they must be the whole suite, and neither may lo
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +23,9 @@ SAMPLE = [
 ]
 
 
-def collected(*args: str, files: list[str] = SAMPLE) -> set[str]:
+def collected(*args: str, files: list[str] = SAMPLE) -> tuple[set[str], int]:
+    """The test ids a part selects from ``files``, and how many tests the files hold in all (pytest's "N/M tests
+    collected": M counts the deselected too)."""
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args, *files],
         cwd=REPO_ROOT,
@@ -32,7 +35,9 @@ def collected(*args: str, files: list[str] = SAMPLE) -> set[str]:
         env={**os.environ, "PYTEST_ADDOPTS": ""},
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return {line for line in done.stdout.splitlines() if "::" in line}
+    total = re.search(r"(?:\d+/)?(\d+) tests? collected", done.stdout)
+    assert total, done.stdout[-3000:]
+    return {line for line in done.stdout.splitlines() if "::" in line}, int(total.group(1))
 
 
 def test_every_serial_file_exists() -> None:
@@ -44,14 +49,13 @@ def test_every_serial_file_exists() -> None:
 def test_the_two_parts_are_disjoint_and_together_the_whole_suite() -> None:
     # One collection per part (each starts a pytest that imports torch: about 5 s): the sample files, and
     # tests/test_benchmarks.py, a file the serial marker splits (its limits calibration, a measured sweep held under
-    # the estimate, is serial; the rest parallel).
+    # the estimate, is serial; the rest parallel). Each part's collection also counts every test of the files.
     files = [*SAMPLE, "tests/test_benchmarks.py"]
-    everything = collected(files=files)
-    parallel = collected("--part", "parallel", files=files)
-    serial = collected("--part", "serial", files=files)
-    assert parallel and serial
+    parallel, everything = collected("--part", "parallel", files=files)
+    serial, everything_again = collected("--part", "serial", files=files)
+    assert parallel and serial and everything == everything_again
     assert not parallel & serial
-    assert parallel | serial == everything
+    assert len(parallel) + len(serial) == everything  # disjoint, so together they are every test of the files
     calibration = (
         "tests/test_benchmarks.py::test_limits_calibration_benchmark_puts_both_estimates_beside_a_measured_sweep"
     )
