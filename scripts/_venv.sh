@@ -47,7 +47,11 @@ UV_VERSION=0.13.9
 # are handed over as uv options, with pip's rule of taking the best match over all indexes. Like pip, it compiles the
 # bytecode at install: with PYTHONDONTWRITEBYTECODE set (as on the CI machine) every process would otherwise compile
 # torch, Streamlit and pandas from source at each import (a fresh-clone CI run without it was slower in both parts).
+# VENV_COMPILE_BYTECODE=0 leaves that to the first import of each module (scripts/test.sh, whose processes may write
+# it): compiling all of the 17,900 files at install took 20 s of a 27 s set-up, and the suite imports a small part.
 _uv_install() {
+    local compile=()
+    [ "${VENV_COMPILE_BYTECODE:-1}" = 0 ] || compile=(--compile-bytecode)
     "$VENV/bin/python" -m pip install --disable-pip-version-check --quiet "uv==$UV_VERSION" || return 1
     local options=()
     mapfile -t options < <("$VENV/bin/python" - <<'PY'
@@ -68,8 +72,8 @@ for line in listing.splitlines():
             print(item)
 PY
     ) || return 1
-    "$VENV/bin/uv" pip install --quiet --python "$VENV/bin/python" --index-strategy unsafe-best-match --compile-bytecode \
-        ${options[@]+"${options[@]}"} "$@"
+    "$VENV/bin/uv" pip install --quiet --python "$VENV/bin/python" --index-strategy unsafe-best-match \
+        ${compile[@]+"${compile[@]}"} ${options[@]+"${options[@]}"} "$@"
 }
 
 ensure_venv() {

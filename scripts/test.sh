@@ -8,7 +8,11 @@ set -euo pipefail
 # shellcheck source=scripts/_venv.sh
 source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
 
-ensure_venv requirements.txt requirements-dev.txt requirements-bench.txt
+# Bytecode is written by the first process that imports a module (the workers, servers and subprocesses of the suite
+# share it), not compiled for every installed file at set-up; a PYTHONDONTWRITEBYTECODE from the machine would make
+# every process compile torch, Streamlit and pandas from source again.
+unset PYTHONDONTWRITEBYTECODE
+VENV_COMPILE_BYTECODE=0 ensure_venv requirements.txt requirements-dev.txt requirements-bench.txt
 cd "$REPO_ROOT"
 export PATH="$VENV/bin:$PATH"
 export STREAMLIT_BROWSER_GATHER_USAGE_STATS=false
