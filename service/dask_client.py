@@ -106,16 +106,15 @@ def resources_for(task: Any) -> dict[str, float] | None:
 
 # ------------------------------------------------------------------ the worker side
 
-_worker_process = False  # set in a Dask worker (its preload's ``dask_setup``, or its first task)
-_worker_name: str | None = None  # that worker's name, for what it computes to say where (``worker_name``)
+_worker_name: str | None = None  # set in a Dask worker (its preload's ``dask_setup``, or its first task): its name
 
 
 def dask_setup(worker: Any) -> None:
     """The worker preload's hook (``dask worker --preload service.dask_client``): this process is a worker, so every
     view it is sent computes here (``service.placement.where``); its tasks' threads compute with
     ``worker_torch_threads()`` torch threads."""
-    global _worker_process, _worker_name
-    _worker_process, _worker_name = True, str(worker.name)
+    global _worker_name
+    _worker_name = str(worker.name)
     # Set in the main thread, torch's process-wide count seeds every new thread's, a task's included.
     torch.set_num_threads(worker_torch_threads())
     keep_freed_memory()
@@ -163,12 +162,12 @@ def worker_torch_threads() -> int:
 
 def on_worker() -> bool:
     """Whether this process is a Dask worker: views compute in place, never sent on."""
-    return _worker_process
+    return _worker_name is not None
 
 
 def worker_name() -> str | None:
     """This Dask worker's name (None outside a worker)."""
-    return _worker_name if _worker_process else None
+    return _worker_name
 
 
 class WorkerReport:
@@ -209,9 +208,9 @@ def compute_on_worker(
     preload) there is neither: the app stops waiting instead (light work ends within seconds)."""
     from distributed import get_worker
 
-    global _worker_process, _worker_name
+    global _worker_name
     worker = get_worker()
-    _worker_process, _worker_name = True, str(worker.name)
+    _worker_name = str(worker.name)
     return _compute(worker, task, engine_version, limit, job_id)
 
 

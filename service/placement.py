@@ -66,7 +66,7 @@ def computing_here(device: str) -> Placement:
     """Where a computation running now runs: this Dask worker (its name and host), or this process."""
     name = dask_client.worker_name()
     if name is not None:
-        return Placement(socket.gethostname(), device, True, name=name)
+        return Placement(this_host(), device, True, name=name)
     return _here(device)
 
 
@@ -85,7 +85,7 @@ def is_remote_name(name: str) -> bool:
 
 def _report() -> dict[str, Any]:
     """Run on each worker by ``client.run``."""
-    return {"devices": core_device.available_devices(), "host": socket.gethostname(), "pid": os.getpid()}
+    return {"devices": core_device.available_devices(), "host": this_host(), "pid": os.getpid()}
 
 
 _cache_lock = threading.Lock()
@@ -142,7 +142,7 @@ def offered() -> list[str]:
 
 
 def _here(device: str) -> Placement:
-    return Placement(socket.gethostname(), device, False)
+    return Placement(this_host(), device, False)
 
 
 def _remote(worker: WorkerDevices, device: str) -> Placement:

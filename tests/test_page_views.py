@@ -74,6 +74,20 @@ def test_the_scrubber_frames_come_through_the_shared_cache() -> None:
 
 # ------------------------------------------------------------------ warm timings: measured where the run computes
 
+GPU_WORKER = placement.WorkerDevices("tcp://10.0.0.2:1", "gpu-1", "gpu-host", 1, ("auto", "cpu", "cuda"), gpu=True)
+
+
+@pytest.fixture
+def sent_to_gpu_worker(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, Any]]:
+    """A scheduler with one GPU worker (GPU_WORKER) and no CUDA here: what is sent to it, as (view, placement); the
+    stand-in worker answers None, and nothing computes here."""
+    monkeypatch.setattr(core_device, "cuda_available", lambda: False)
+    monkeypatch.setattr(placement, "worker_devices", lambda runner=None: [GPU_WORKER])
+    monkeypatch.setattr(dask_client, "runner", lambda: dask_client.ClusterRunner("tcp://10.0.0.9:1"))
+    sent: list[tuple[Any, Any]] = []
+    monkeypatch.setattr(placement, "run_remote", lambda view, where: sent.append((view, where)) or None)
+    return sent
+
 
 def test_a_warm_timing_is_a_median_of_several_runs_here_keyed_by_the_host() -> None:
     run = views.MethodRun.of(SPEC, 2.0, "cpu", "performer", {"features": 8}, 0)
@@ -91,21 +105,17 @@ def test_a_run_too_heavy_to_repeat_has_no_warm_timing() -> None:
     assert views.MethodWarmTiming(big, "h").compute() is None
 
 
-def test_a_warm_timing_on_a_worker_device_is_measured_and_keyed_there(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_warm_timing_on_a_worker_device_is_measured_and_keyed_there(
+    sent_to_gpu_worker: list[tuple[Any, Any]],
+) -> None:
     """With a scheduler whose worker has the chosen device, the timing view goes to that worker (like its run), and
     its key names the worker's host (the worker's report is given; nothing computes here)."""
-    worker = placement.WorkerDevices("tcp://10.0.0.2:1", "gpu-1", "gpu-host", 1, ("auto", "cpu", "cuda"), gpu=True)
-    monkeypatch.setattr(core_device, "cuda_available", lambda: False)
-    monkeypatch.setattr(placement, "worker_devices", lambda runner=None: [worker])
-    monkeypatch.setattr(dask_client, "runner", lambda: dask_client.ClusterRunner("tcp://10.0.0.9:1"))
-    sent: list[tuple[Any, Any]] = []
-    monkeypatch.setattr(placement, "run_remote", lambda view, where: sent.append((view, where)) or None)
     run = views.MethodRun.of(SPEC.replace(seed=77), 2.0, "cuda@worker", "performer", {}, 0)
     assert timing.warm_timing(run) is None  # what the stand-in worker answered
-    assert len(sent) == 1
-    view, where = sent[0]
+    assert len(sent_to_gpu_worker) == 1
+    view, where = sent_to_gpu_worker[0]
     assert isinstance(view, views.MethodWarmTiming) and view.run == run and view.host == "gpu-host"
-    assert where.remote and where.worker == worker.address and where.device == "cuda"
+    assert where.remote and where.worker == GPU_WORKER.address and where.device == "cuda"
 
 
 # ------------------------------------------------------------------ Sparse + low rank: the correction's summary
@@ -128,18 +138,15 @@ def test_the_correction_summary_is_a_view_of_the_pages_parts() -> None:
     assert views.is_cached(views.ScatterbrainCorrection(parts_view))
 
 
-def test_the_correction_summary_computes_on_the_worker_with_the_pages_device(monkeypatch: pytest.MonkeyPatch) -> None:
-    worker = placement.WorkerDevices("tcp://10.0.0.2:1", "gpu-1", "gpu-host", 1, ("auto", "cpu", "cuda"), gpu=True)
-    monkeypatch.setattr(core_device, "cuda_available", lambda: False)
-    monkeypatch.setattr(placement, "worker_devices", lambda runner=None: [worker])
-    monkeypatch.setattr(dask_client, "runner", lambda: dask_client.ClusterRunner("tcp://10.0.0.9:1"))
-    sent: list[tuple[Any, Any]] = []
-    monkeypatch.setattr(placement, "run_remote", lambda view, where: sent.append((view, where)) or None)
+def test_the_correction_summary_computes_on_the_worker_with_the_pages_device(
+    sent_to_gpu_worker: list[tuple[Any, Any]],
+) -> None:
     run = views.MethodRun.of(SPEC.replace(seed=78), 2.0, "cuda@worker", "scatterbrain", {}, 0)
     view = views.ScatterbrainCorrection(views.MethodParts(run, 0, PARTS_NAMES, True))
     compute.remembered(view)
-    assert [v for v, _ in sent] == [view]
-    assert sent[0][1].remote and sent[0][1].worker == worker.address and sent[0][1].device == "cuda"
+    assert [v for v, _ in sent_to_gpu_worker] == [view]
+    where = sent_to_gpu_worker[0][1]
+    assert where.remote and where.worker == GPU_WORKER.address and where.device == "cuda"
 
 
 # ------------------------------------------------------------------ Scaling: the GEMM rate, and where it measured
