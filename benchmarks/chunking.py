@@ -6,7 +6,7 @@ entropy (``core.sweeps.error_vs_entropy``) and the temperature scrubbers (``core
     python -m benchmarks.chunking --quick    # 1 repeat, two cases (a smoke run)
 
 Times go through ``torch.utils.benchmark`` (``benchmarks.harness.time_engine``: a warm-up, then
-``Timer.blocked_autorange``; the median per call). Both chunk sizes give the same numbers to float rounding
+blocks of calls; the median per call). Both chunk sizes give the same numbers to float rounding
 (tests/test_sweeps.py, tests/test_scrub.py); the table also prints the largest difference it saw.
 """
 

@@ -191,6 +191,15 @@ def on_script_finished(page: Page, callback: Callable[[str], None]) -> None:
 # ------------------------------------------------------------------ engine timings
 
 MIN_RUN_TIME_S = 0.2  # blocked_autorange's own default: enough blocks of a fast call for a steady median
+# From this long a call, blocked_autorange's own block-size search settles on blocks of one call (timer overhead under
+# 1e-4 of the call); the blocks are then timed here, without the search's extra call.
+ONE_CALL_BLOCKS_S = 0.05
+
+
+def _clocked(call: Callable[[], Any], clock: Callable[[], float]) -> float:
+    start = clock()
+    call()
+    return clock() - start
 
 
 def time_engine(
@@ -203,37 +212,48 @@ def time_engine(
     threads: int | None = None,
     clock: Callable[[], float] | None = None,
 ) -> Measurement:
-    """Seconds per call of ``call`` through ``torch.utils.benchmark``: one call to warm up and size the run, then
-    ``Timer.blocked_autorange`` for about ``repeats`` times that call's length, at least ``MIN_RUN_TIME_S`` (the
-    returned Measurement's ``.median`` is the figure; ``.times`` holds the seconds per call of each block).
+    """Seconds per call of ``call`` as a ``torch.utils.benchmark`` Measurement: one call to warm up and size the run,
+    then blocks for about ``repeats`` times that call's length, at least ``MIN_RUN_TIME_S`` (the returned
+    Measurement's ``.median`` is the figure; ``.times`` holds the seconds per call of each block).
+
+    A call shorter than ``ONE_CALL_BLOCKS_S`` goes through ``Timer.blocked_autorange``, which sizes its blocks; a
+    longer one is timed in blocks of one call, the size blocked_autorange would pick, without its search's call.
+    (``Timer.timeit`` is not used for the warm-up: it makes two more untimed calls first.)
 
     ``threads``: torch threads while timing (default: the current count; the Timer's own default is one).
     ``clock``: another clock than wall time, e.g. ``time.process_time``. The labels feed ``Compare`` tables."""
     import torch
     from torch.utils import benchmark
+    from torch.utils.benchmark.utils import common
+    from torch.utils.benchmark.utils.timer import timer as wall_clock  # synchronises CUDA where there is one
 
-    timer = benchmark.Timer(
-        stmt="call()",
-        globals={"call": call},
-        label=label,
-        sub_label=sub_label,
-        description=description,
-        num_threads=threads or torch.get_num_threads(),
-        **({"timer": clock} if clock is not None else {}),
-    )
-    warm = timer.timeit(number=1).median  # first-call setup (allocator, feature draws) stays out of the figure
-    return timer.blocked_autorange(min_run_time=max(MIN_RUN_TIME_S, max(repeats, 1) * warm))
+    threads = threads or torch.get_num_threads()
+    clock = clock or wall_clock
+    with common.set_torch_threads(threads):
+        warm = _clocked(call, clock)  # first-call setup (allocator, feature draws) stays out of the figure
+    min_run_time = max(MIN_RUN_TIME_S, max(repeats, 1) * warm)
+    if warm < ONE_CALL_BLOCKS_S:
+        timer = benchmark.Timer(stmt="call()", globals={"call": call}, label=label, sub_label=sub_label,
+                                description=description, num_threads=threads, timer=clock)  # fmt: skip
+        return timer.blocked_autorange(min_run_time=min_run_time)
+    times: list[float] = []
+    with common.set_torch_threads(threads):
+        while sum(times) < min_run_time:
+            times.append(_clocked(call, clock))
+    task = common.TaskSpec(stmt="call()", setup="pass", label=label, sub_label=sub_label, description=description,
+                           num_threads=threads)  # fmt: skip
+    return common.Measurement(number_per_run=1, raw_times=times, task_spec=task)
 
 
-def time_once(call: Callable[[], Any], *, label: str = "", threads: int | None = None) -> float:
-    """Seconds of a single call, cold (no warm-up), through ``torch.utils.benchmark``: work that is run once."""
+def time_once(call: Callable[[], Any], *, threads: int | None = None) -> float:
+    """Seconds of a single call, cold (no warm-up): work that is run once. (Not ``Timer.timeit``, which makes two
+    untimed calls before the one it times.)"""
     import torch
-    from torch.utils import benchmark
+    from torch.utils.benchmark.utils import common
+    from torch.utils.benchmark.utils.timer import timer as wall_clock
 
-    timer = benchmark.Timer(
-        stmt="call()", globals={"call": call}, label=label, num_threads=threads or torch.get_num_threads()
-    )
-    return float(timer.timeit(number=1).median)
+    with common.set_torch_threads(threads or torch.get_num_threads()):
+        return _clocked(call, wall_clock)
 
 
 def compare_table(measurements: Sequence[Measurement]) -> str:

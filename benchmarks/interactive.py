@@ -4,7 +4,7 @@
     python -m benchmarks.interactive --repeats 3 --out /tmp/x
 
 Measured through ``torch.utils.benchmark`` (``benchmarks.harness.time_engine``: a warm-up call, then
-``Timer.blocked_autorange`` for about ``--repeats`` calls; medians per call, every cache cleared in each call):
+blocks for about ``--repeats`` calls; medians per call, every cache cleared in each call):
 1. ``compare_default``: the Compare page's computation at its defaults (clustered input, n = 512, d = 64,
    4 heads, tau = 0.3, budget 1/8, methods performer, lsh, scatterbrain, nystrom): service.compute's load_inputs,
    exact and run_method_now (what run_method computes when neither its memory layer nor the shared disk cache has

@@ -216,7 +216,7 @@ def measure_buttons(quick: bool) -> list[dict[str, Any]]:
     rows = []
     for page, what, build in button_cases(quick):
         estimate, call = build()
-        measured = time_once(call, label=f"{page}: {what}", threads=threads)
+        measured = time_once(call, threads=threads)
         ratio = estimate / measured
         rows.append({"page": page, "work": what, "estimate_s": estimate, "measured_s": measured, "ratio": ratio,
                      "within_30_percent": abs(ratio - 1) <= 0.3})  # fmt: skip

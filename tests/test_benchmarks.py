@@ -8,6 +8,7 @@ import csv
 import json
 import math
 import sys
+import time
 from pathlib import Path
 
 import ci_env
@@ -348,6 +349,25 @@ def test_engine_timer_gives_a_torch_benchmark_median_with_the_current_threads() 
     assert set(calls) == {torch.get_num_threads()}  # not torch.utils.benchmark's default of one thread
     assert "y" in harness.compare_table([timing])
     assert harness.time_once(lambda: sum(range(1000)), threads=1) > 0
+
+
+def test_a_long_call_is_timed_in_blocks_of_one_after_one_warm_up_call() -> None:
+    """torch's Timer.timeit makes two untimed calls before the one it times, and blocked_autorange's block-size
+    search one more: a 10 s engine call measured 3 times took 7 calls. Now: the warm-up, then the blocks."""
+    from benchmarks import harness
+
+    calls: list[int] = []
+
+    def slow() -> None:
+        calls.append(torch.get_num_threads())
+        time.sleep(0.06)
+
+    timing = harness.time_engine(slow, repeats=3, label="x", sub_label="slow", threads=1)
+    assert len(timing.times) == len(calls) - 1 and 3 <= len(timing.times) <= 4
+    assert all(0.06 <= t < 0.5 for t in timing.times) and timing.number_per_run == 1
+    assert set(calls) == {1} and "slow" in harness.compare_table([timing])
+    calls.clear()
+    assert 0.06 <= harness.time_once(slow, threads=1) < 0.5 and len(calls) == 1  # cold: the one call it times
 
 
 def test_results_writer_prints_and_writes_json_markdown_and_csv(
