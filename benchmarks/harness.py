@@ -265,6 +265,50 @@ def compare_table(measurements: Sequence[Measurement]) -> str:
     return str(compare)
 
 
+# ------------------------------------------------------------------ fresh processes
+
+
+def in_fresh_process(target: str, argument: Any, *, timeout_s: float, preload: Sequence[str] = ()) -> Any:
+    """``module:function``'s result on ``argument``, computed in a process of its own: forked from a server that
+    imported ``preload`` once (``multiprocessing``'s forkserver) and that never ran a computation, so each call
+    starts with the same clean state (no torch thread pool, no allocator history, its own peak-memory counter)
+    without paying a Python start and a torch import each time. The function runs by name, so a module run as
+    ``__main__`` can name its own functions. Returns ``{"status": "failed: ..."}`` when the call raises, dies or
+    runs past ``timeout_s`` (it is then killed)."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(list(preload))  # takes effect when the server starts: the first call
+    receiving, sending = context.Pipe(duplex=False)
+    process = context.Process(target=_call_by_name, args=(target, argument, sending), daemon=True)
+    process.start()
+    sending.close()
+    try:
+        if not receiving.poll(timeout_s):
+            process.kill()
+            return {"status": f"failed: timed out after {timeout_s:g} s"}
+        try:
+            return receiving.recv()
+        except EOFError:  # it died without an answer (a signal, the OOM killer)
+            process.join()
+            return {"status": f"failed: the process ended with code {process.exitcode} and no result"}
+    finally:
+        process.join()
+        receiving.close()
+
+
+def _call_by_name(target: str, argument: Any, sending: Any) -> None:
+    import importlib
+
+    module, name = target.split(":")
+    try:
+        result = getattr(importlib.import_module(module), name)(argument)
+    except Exception as exc:  # noqa: BLE001 - reported as the point's status, as a failed subprocess was
+        result = {"status": f"failed: {type(exc).__name__}: {exc}"[:208]}
+    sending.send(result)
+    sending.close()
+
+
 # ------------------------------------------------------------------ machine facts and results
 
 

@@ -18,7 +18,8 @@ Budget: a fixed number of stored scores per query, ``--row-budget`` R (default 2
 1/64 at 16K: the parameters stay fixed as n grows, which is how these methods are used, so time should grow
 linearly. (A fixed fraction such as 1/8 would grow every method's parameters with n and make it quadratic.)
 
-Each (entry, n) runs in a fresh subprocess: one untimed warm-up call, one call measured for peak memory (and
+Each (entry, n) runs in a fresh process (forked from a server that imported torch, the engine and the peers
+once: ``benchmarks.harness.in_fresh_process``): one untimed warm-up call, one call measured for peak memory (and
 timed), then more timed calls while they fit in ``--time-budget`` seconds (at most ``--max-repeats``); the
 wall time is the median. Peak memory on CPU is the rise of the process's resident-set high-water mark over
 the call (free heap pages returned to the OS and the kernel's peak counter reset just before; see
@@ -36,8 +37,6 @@ import csv
 import json
 import math
 import os
-import subprocess
-import sys
 import tempfile
 import time
 import warnings
@@ -48,8 +47,8 @@ from typing import Any
 import torch
 
 import core
+from benchmarks import harness
 from benchmarks.harness import RESULTS_DIR
-from benchmarks.harness import ROOT as REPO_ROOT
 from core import profiling, registry
 from core.device import resolve_device
 
@@ -270,24 +269,15 @@ def run_worker(job: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+# Imported once by the server the points fork from (a missing peer package is skipped).
+PRELOAD = ("torch", "core", "benchmarks.suite", "benchmarks.peers", "performer_pytorch", "reformer_pytorch",
+           "nystrom_attention", "local_attention")  # fmt: skip
+
+
 def _spawn(job: dict[str, Any]) -> dict[str, Any]:
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYTHONWARNINGS="ignore")
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "benchmarks.suite", "--worker", json.dumps(job)],
-            cwd=REPO_ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=job.get("timeout_s", WORKER_TIMEOUT_S),
-        )
-    except subprocess.TimeoutExpired:
-        return {"status": f"failed: timed out after {job.get('timeout_s', WORKER_TIMEOUT_S)} s"}
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-    if proc.returncode != 0 or not lines:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-        return {"status": f"failed: {tail[0][:200]}"}
-    return json.loads(lines[-1])
+    """One point in a process of its own, forked from a server with torch, the engine and the peers imported."""
+    return harness.in_fresh_process("benchmarks.suite:run_worker", job, preload=PRELOAD,
+                                    timeout_s=job.get("timeout_s", WORKER_TIMEOUT_S))  # fmt: skip
 
 
 # ------------------------------------------------------------------ the run
@@ -607,11 +597,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-repeats", type=int, default=None)
     parser.add_argument("--out", type=Path, default=None, help="output folder")
     parser.add_argument("--rederive", type=Path, help="rewrite the tables of an earlier run's JSON (no measuring)")
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.worker:
-        print(json.dumps(_jsonable(run_worker(json.loads(args.worker)))))
-        return 0
 
     if args.rederive:
         paths = rederive(args.rederive, args.out or args.rederive.parent, args.clock if args.clock != "wall" else None)

@@ -5,8 +5,10 @@ live scaling run, the interactive-path timer, the shared harness (benchmarks/har
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -368,6 +370,39 @@ def test_a_long_call_is_timed_in_blocks_of_one_after_one_warm_up_call() -> None:
     assert set(calls) == {1} and "slow" in harness.compare_table([timing])
     calls.clear()
     assert 0.06 <= harness.time_once(slow, threads=1) < 0.5 and len(calls) == 1  # cold: the one call it times
+
+
+def test_each_fresh_process_starts_clean_and_reports_what_went_wrong() -> None:
+    """benchmarks.suite measures each point in a process forked from a preloaded server: no state carries from one
+    point to the next, and a point that raises, dies or hangs gives a status instead of stopping the run."""
+    from benchmarks import harness
+
+    run = functools.partial(harness.in_fresh_process, timeout_s=60, preload=("torch", "fresh_process_targets"))
+    first, second = run("fresh_process_targets:count_calls", 1), run("fresh_process_targets:count_calls", 2)
+    assert first["calls"] == [1] and second["calls"] == [2] and first["pid"] != second["pid"] != os.getpid()
+    assert run("fresh_process_targets:raise_error", "n = 3 is too small") == {
+        "status": "failed: ValueError: n = 3 is too small"
+    }
+    assert run("fresh_process_targets:die", 3) == {"status": "failed: the process ended with code 3 and no result"}
+    started = time.monotonic()
+    assert harness.in_fresh_process("fresh_process_targets:sleep", 30, timeout_s=1) == {
+        "status": "failed: timed out after 1 s"
+    }
+    assert time.monotonic() - started < 10
+
+
+def test_a_suite_point_in_a_fresh_process_matches_the_same_point_in_this_one(tmp_path: Path) -> None:
+    settings = suite.Settings(sizes=(128,), heads=2, max_repeats=1, time_budget_s=0.0)
+    inputs, reference = tmp_path / "inputs.pt", tmp_path / "reference.pt"
+    torch.save(suite.make_inputs(128, settings), inputs)
+    common = {**settings.__dict__, "sizes": None, "n": 128, "inputs": str(inputs), "device": "cpu"}
+    suite._spawn({**common, "entry": "sdpa", "params": {}, "reference": None, "save_reference": str(reference)})
+    params = core.budget_params("performer", 128, 64, 0.5)
+    job = {**common, "entry": "performer", "params": params, "reference": str(reference)}
+    there, here = suite._spawn(job), suite.run_worker(job)
+    assert "status" not in there and "status" not in here and there["repeats"] == 1  # a point without one is ok
+    assert there["error"] == here["error"] and 0 < there["error"] < 1  # the same seeded draw
+    assert there["peak_mib"] >= 0 and there["time_s"] > 0
 
 
 def test_results_writer_prints_and_writes_json_markdown_and_csv(
