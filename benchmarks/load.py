@@ -32,6 +32,10 @@ A wave is (a) then (b). Cache hits are engine calls (one per method and session)
 shared on-disk result cache (``diskcache.Cache(dir).stats()``) plus the app's count of calls a process answered from its
 own memory cache (``<dir>/counters``), with ``<dir>`` = ``ATTN_EXPLORER_CACHE_DIR``; "n/a" when the server has no
 such folder (code before the shared cache).
+The server runs with its start-up warm-up off (``ATTN_EXPLORER_WARMUP=0``): the waves meet an empty cache with
+nothing else running, so wave 1's one link is computed once while its sessions wait for it (the cache's coalescing),
+and no wave or settle wait shares the cores with the warm-up's links. What the warm-up buys a first visitor is
+``benchmarks.first_visit``'s to measure.
 Results: ``benchmarks/results/<name>.json``, ``.csv`` and ``.md`` (name ``load_cpu`` by default).
 """
 
@@ -94,6 +98,14 @@ class Session:
     finished_s: float | None = None
     error: str | None = None
     texts: list[str] = field(default_factory=list)  # websocket sessions: the markdown and alerts the page drew
+
+
+# The servers measured here start without their warm-up (see the module's docstring).
+WARMUP_OFF = {"ATTN_EXPLORER_WARMUP": "0"}
+WARMUP_OFF_TEXT = (
+    "Servers started with their start-up warm-up off (`ATTN_EXPLORER_WARMUP=0`): the first wave meets an empty "
+    "cache, and nothing but the sessions runs."
+)
 
 
 @dataclass
@@ -326,7 +338,7 @@ async def run_target(root: Path, cfg: Config, label: str) -> dict[str, Any]:
         playwright = await async_playwright().start()
         browser = await playwright.chromium.launch(**chromium_options())
     try:
-        with app_server(root) as server:
+        with app_server(root, env=WARMUP_OFF) as server:
             # One visit to Home first: the process imports torch and the app once, as any deployed server has.
             warm = await ws_session(server.url, _with_query("", cfg.query), cfg.timeout_s)
             out["warmup_s"] = warm.finished_s
@@ -529,7 +541,7 @@ def _met(key: str, value: Any) -> str:
 
 def markdown(rows: list[dict[str, Any]], labels: list[str], command: str) -> str:
     head = ["metric", *labels] + (["ratio"] if len(labels) == 2 else []) + ["target", "met"]
-    lines = [f"Command: `{command}`", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines = [f"Command: `{command}`", "", WARMUP_OFF_TEXT, "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rows:
         cells = [row["metric"], *(_fmt(row[label]) for label in labels)]
         if len(labels) == 2:

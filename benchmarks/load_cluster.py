@@ -12,7 +12,8 @@ Layouts (each started fresh, one after the other, on this machine's loopback):
 Protocol clients have no cookie jar: each opens its websocket without nginx's sticky cookie, so nginx draws a new
 ``$request_id`` key for it and the sessions spread over the replicas at random (deploy/nginx.conf.template), as
 browsers that each visit once do. On a 2-core machine both "hosts" share the same cores: this measures the protocol
-and the design (cache sharing, where the heavy job's CPU goes), not added capacity.
+and the design (cache sharing, where the heavy job's CPU goes), not added capacity. As in benchmarks/load.py, the
+layouts start with their warm-up off: each wave meets the cache the earlier waves left, and nothing else runs.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from typing import Any
 
 from benchmarks.harness import RESULTS_DIR, machine_facts, tree_cpu_seconds, wait_quiet, write_results
 from benchmarks.load import (
+    WARMUP_OFF,
+    WARMUP_OFF_TEXT,
     Config,
     _fmt,
     _hits,
@@ -59,7 +62,7 @@ class _Pid:
 
 QUIET_CORES = 0.15  # as benchmarks.load: under this share of a core the layout counts as quiet
 CLUSTER_IDLE_CORES = 0.15  # what the idle scheduler, nannies and workers add (measured 0.12)
-SETTLE_S = 240.0  # the warm-up of every page's default link takes over a minute on 2 cores
+SETTLE_S = 240.0  # longest wait for a quiet layout (the heavy job's abandoned work, a slow worker start)
 
 
 @dataclass
@@ -85,10 +88,10 @@ def start_layout(layout: str, run_dir: Path) -> Iterator[LayoutServer]:
     from deploy.replicas import deployment
 
     if layout == "replicas":
-        with deployment(2, 0, cache_dir=run_dir / "results", run_dir=run_dir / "web") as web:
+        with deployment(2, 0, cache_dir=run_dir / "results", run_dir=run_dir / "web", env=WARMUP_OFF) as web:
             yield LayoutServer(web.url, web.cache_dir, app_pids=[r.process.pid for r in web.replicas])
     else:
-        with loopback_deployment(2, 2, 0, 0, run_dir=run_dir) as cluster:
+        with loopback_deployment(2, 2, 0, 0, run_dir=run_dir, extra_env=WARMUP_OFF) as cluster:
             assert cluster.web is not None
             yield LayoutServer(
                 cluster.url,
@@ -118,8 +121,8 @@ async def run_layout(layout: str, cfg: Config, run_dir: Path) -> dict[str, Any]:
         # Each protocol client lands on a random replica: a few Home visits warm both (imports, first script run).
         warm = [await ws_session(server.url, _with_query("", cfg.query), cfg.timeout_s) for _ in range(4)]
         out["warm_errors"] = [w.error for w in warm if w.error and "without a chart" not in w.error]  # Home: none
-        # Quiet: the start-up warm-up (every page's default link) has finished. The idle Dask processes use about
-        # 0.12 of a core between them (heartbeats), so the cluster layout's threshold is that much higher.
+        # Quiet: the Home visits' work has finished. The idle Dask processes use about 0.12 of a core between
+        # them (heartbeats), so the cluster layout's threshold is that much higher.
         quiet = QUIET_CORES + (CLUSTER_IDLE_CORES if server.worker_pids else 0.0)
         out["settle_waits_s"] = [wait_quiet(server, cfg.settle_s, busy_below=quiet)]  # type: ignore[arg-type]
         out["one_link"] = await _counted_wave(server, [_with_query(cfg.page, cfg.query)] * cfg.sessions, cfg.timeout_s)
@@ -159,8 +162,8 @@ def markdown(result: dict[str, Any]) -> str:
         f"{cfg['distinct']} sessions on distinct seeds; heavy = `{_with_query(cfg['heavy'], cfg['query'])}` with "
         f"{cfg['light_repeats']} light `{cfg['light']}` visits idle and while it computes.",
         "",
-        "Before each of the first two waves the layout was left until quiet, so the start-up warm-up (every page's "
-        "default link) had finished; seconds waited: "
+        WARMUP_OFF_TEXT
+        + " Before each of the first two waves the layout was left until quiet; seconds waited: "
         + "; ".join(
             f"{r['layout']} {', '.join(f'{w:.0f}' for w in r.get('settle_waits_s', []))}" for r in result["layouts"]
         )
