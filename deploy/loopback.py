@@ -149,7 +149,8 @@ def loopback_deployment(
     timeout_s: float = START_TIMEOUT_S,
     extra_env: dict[str, str] | None = None,
 ) -> Iterator[Cluster]:
-    """Start Redis, the scheduler, the workers and (with ``web``) the replicas behind nginx; stop all on exit."""
+    """Start Redis, the scheduler, the workers and (with ``web``) the replicas behind nginx; stop all on exit.
+    ``extra_env``: more environment variables for every process it starts, the replicas included."""
     if not 0 <= workers + gpu_workers <= 64 or workers < 0 or gpu_workers < 0:
         raise ValueError(f"workers: {workers} + gpu_workers: {gpu_workers} must be within 0..64")
     with ExitStack() as stack:
@@ -178,8 +179,9 @@ def loopback_deployment(
         if count:
             wait_for_workers(address, count, cluster.workers, timeout_s)
         if web:
+            replica_env = {**(extra_env or {}), **shared}
             cluster.web = stack.enter_context(
-                deployment(replicas, port, run_dir=run_dir / "web", timeout_s=timeout_s, env=shared)
+                deployment(replicas, port, run_dir=run_dir / "web", timeout_s=timeout_s, env=replica_env)
             )
         yield cluster
 

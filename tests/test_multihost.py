@@ -39,6 +39,7 @@ def layout() -> Iterator[Any]:
     from deploy.loopback import loopback_deployment
 
     quiet = {"ATTN_EXPLORER_PREFETCH": "0", "ATTN_EXPLORER_WARMUP": "0"}  # no work the test did not ask for
+    quiet["LAYOUT_TEST_MARK"] = "multihost"  # which the suite's own environment does not set
     with loopback_deployment(replicas=2, workers=2, extra_env=quiet) as started:
         with started.client() as client:
             started.dask = client
@@ -69,6 +70,16 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 60.0) -> None:
     while not predicate():
         assert time.monotonic() < deadline, "condition not reached"
         time.sleep(0.05)
+
+
+def test_the_layouts_own_variables_reach_the_replicas_and_the_workers(layout: Any) -> None:
+    """The fixture's variables reach every process: before, the replicas never got them (so benchmarks.load_cluster's
+    replicas warmed every page's link while it measured, its warm-up being turned off only in the workers)."""
+    import psutil
+
+    started = [*(r.process.pid for r in layout.web.replicas), *(w.process.pid for w in layout.workers)]
+    for pid in started:
+        assert psutil.Process(pid).environ().get("LAYOUT_TEST_MARK") == "multihost", pid
 
 
 def test_a_link_computed_through_replica_a_is_a_cache_hit_on_replica_b(layout: Any) -> None:
