@@ -132,7 +132,7 @@ async def run_layout(layout: str, cfg: Config, run_dir: Path) -> dict[str, Any]:
         out["distinct"] = await _counted_wave(server, paths, cfg.timeout_s)
         print(f"[{layout}] distinct: {_line(out['distinct'])}", flush=True)
         app0, workers0 = tree_cpu_seconds(server.app_pids), tree_cpu_seconds(server.worker_pids)
-        out["heavy"] = await scenario_c(server, cfg, layout)  # type: ignore[arg-type]
+        out["heavy"] = await scenario_c(server, cfg, layout, quiet_below=quiet)  # type: ignore[arg-type]
         out["heavy"]["app_cpu_s"] = tree_cpu_seconds(server.app_pids) - app0
         out["heavy"]["worker_cpu_s"] = tree_cpu_seconds(server.worker_pids) - workers0
     return out
