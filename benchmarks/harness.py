@@ -211,10 +211,12 @@ def time_engine(
     description: str = "",
     threads: int | None = None,
     clock: Callable[[], float] | None = None,
+    budget_s: float = math.inf,
 ) -> Measurement:
     """Seconds per call of ``call`` as a ``torch.utils.benchmark`` Measurement: one call to warm up and size the run,
-    then blocks for about ``repeats`` times that call's length, at least ``MIN_RUN_TIME_S`` (the returned
-    Measurement's ``.median`` is the figure; ``.times`` holds the seconds per call of each block).
+    then blocks for about ``repeats`` times that call's length, at least ``MIN_RUN_TIME_S`` and at most about
+    ``budget_s`` (at least one block: a call longer than the budget is timed once after its warm-up). The returned
+    Measurement's ``.median`` is the figure; ``.times`` holds the seconds per call of each block.
 
     A call shorter than ``ONE_CALL_BLOCKS_S`` goes through ``Timer.blocked_autorange``, which sizes its blocks; a
     longer one is timed in blocks of one call, the size blocked_autorange would pick, without its search's call.
@@ -231,7 +233,7 @@ def time_engine(
     clock = clock or wall_clock
     with common.set_torch_threads(threads):
         warm = _clocked(call, clock)  # first-call setup (allocator, feature draws) stays out of the figure
-    min_run_time = max(MIN_RUN_TIME_S, max(repeats, 1) * warm)
+    min_run_time = max(MIN_RUN_TIME_S, min(max(repeats, 1) * warm, budget_s))
     if warm < ONE_CALL_BLOCKS_S:
         timer = benchmark.Timer(stmt="call()", globals={"call": call}, label=label, sub_label=sub_label,
                                 description=description, num_threads=threads, timer=clock)  # fmt: skip

@@ -370,6 +370,17 @@ def test_a_long_call_is_timed_in_blocks_of_one_after_one_warm_up_call() -> None:
     assert set(calls) == {1} and "slow" in harness.compare_table([timing])
     calls.clear()
     assert 0.06 <= harness.time_once(slow, threads=1) < 0.5 and len(calls) == 1  # cold: the one call it times
+    calls.clear()
+    # A budget of 0.1 s of timed blocks: 4 blocks (the 0.2 s floor) where 3 repeats of a 0.06 s call would make 3-4;
+    # a 0.25 s call times once past it.
+    assert len(harness.time_engine(slow, repeats=10, budget_s=0.1).times) == 4 and len(calls) == 5
+    calls.clear()
+
+    def slower() -> None:
+        calls.append(1)
+        time.sleep(0.25)
+
+    assert len(harness.time_engine(slower, repeats=3, budget_s=0.1).times) == 1 and len(calls) == 2
 
 
 def test_each_fresh_process_starts_clean_and_reports_what_went_wrong() -> None:
@@ -461,3 +472,41 @@ def test_the_catalogue_lists_every_benchmark_and_every_committed_table() -> None
 def test_no_benchmark_imports_the_tests() -> None:
     for path in (ROOT / "benchmarks").glob("*.py"):
         assert "from tests" not in path.read_text() and "import tests" not in path.read_text(), path.name
+
+
+def test_the_ci_time_table_reads_the_checks_steps_and_its_slowest_files() -> None:
+    from benchmarks import ci_time
+
+    output = """==> installing nothing
+Resolved 190 packages
+==> ruff check: ruff check .
+All checks passed!
+==> ruff check passed (0 s)
+==> pytest, parallel part: pytest_part parallel -n 2
+============================= slowest durations =============================
+95.50s call     tests/test_readable.py::test_a
+20.25s setup    tests/test_readable.py::test_b
+40.00s call     tests/test_fragments.py::test_c
+==> pytest, parallel part passed (763 s)
+==> mypy passed (70 s)
+==> pytest, serial part: pytest_part serial
+3.00s call     tests/test_heavy_links.py::test_d
+==> pytest, serial part FAILED (356 s)
+==> FAILED: pytest, serial part
+==> .ci/run finished in 1130 s"""
+    lines = [(float(i), line) for i, line in enumerate(output.splitlines())]
+    figures = ci_time.read_log(lines)
+    assert figures["setup_s"] == 2.0 and figures["total_s"] == 1130 and not figures["passed"]
+    assert [(s["step"], s["seconds"]) for s in figures["steps"]] == [
+        ("ruff check", 0), ("pytest, parallel part", 763), ("mypy", 70), ("pytest, serial part", 356),
+    ]  # fmt: skip
+    assert figures["slowest_files"] == {
+        "pytest, parallel part": [["tests/test_readable.py", 115.8], ["tests/test_fragments.py", 40.0]],
+        "pytest, serial part": [["tests/test_heavy_links.py", 3.0]],
+    }
+    run = {"command": "python -m benchmarks.ci_time", "commit": "abc", "started_utc": "2026-11-29", "exit_status": 1}
+    table = ci_time.markdown({**run, "machine": {"cpus": 2, "platform": "Linux"}, "figures": figures})
+    assert "| **whole `.ci/run`** | **1130** |" in table and "pytest, serial part (FAILED) | 356" in table
+    passing = ci_time.read_log([(0.0, "==> ruff check: x"), (1.0, "==> ruff check passed (1 s)"),
+                                (2.0, "==> .ci/run finished in 2 s")])  # fmt: skip
+    assert passing["passed"] and passing["setup_s"] == 0.0
