@@ -163,6 +163,14 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "--list",
     ),
     Benchmark(
+        "benchmarks.ci_time",
+        "CI's check on this machine: .ci/run on a fresh clone with an empty uv cache; the set-up, each step and the "
+        "longest test files of each pytest part (about the suite, not the engine: dated, not refreshed)",
+        "python -m benchmarks.ci_time --log /tmp/ci.log",
+        "ci_time.{md,json}",
+        '--pytest-addopts "-k the_number_check_can_fail" --out /tmp/bench',
+    ),
+    Benchmark(
         "core.claims",
         "every checkable claim of the four papers, measured (the Paper claims page's committed rows)",
         "python -m core.claims",
