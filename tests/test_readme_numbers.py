@@ -1,10 +1,11 @@
 """Every number the README and docs/ quote from a benchmark table is in that table, and every CPU table they name
 was made by today's engine (benchmarks/refresh.py stamps each with the engine version: a hash of core/). GPU
-tables, made on a borrowed host, may be older if they say their date and commit.
+tables, made on a borrowed host, and the CI-time table may be older if they say their date and commit.
 
 A block (a bullet, a paragraph or a table row) that names tables in benchmarks/results/ is checked against them:
 each decimal it quotes (0.146, 2.8×, 3.69 s, n^2.03) must be a value of one of those tables at the quoted
-precision. Integers (sizes, counts of heads) are not checked this way; the claims' counts are checked below."""
+precision, and so must each whole number with a unit of time, memory or ratio (169 s, 1,130 s, 512 MiB, 45 %).
+Bare integers (sizes, counts of heads) are not checked this way; the claims' counts are checked below."""
 
 from __future__ import annotations
 
@@ -21,7 +22,11 @@ RESULTS = ROOT / "benchmarks" / "results"
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 TABLE_NAME = re.compile(r"(?:benchmarks/results/)?\b([\w*-]+\.(?:md|json|csv))\b")
 DECIMAL = re.compile(r"(?<![\w./-])(\d+\.\d+)(?![\w.]*\.(?:md|json|csv))")
-GPU_TABLE = re.compile(r"gpu_check_|_cuda\b")
+# A whole number (1,130 or 169) followed by a unit: seconds, milliseconds, bytes, a ratio or a percentage.
+WHOLE_WITH_UNIT = re.compile(r"(?<![\w.,/^-])(\d{1,3}(?:,\d{3})+|\d+)(?=\s?(?:s|ms|MB|MiB|GB|GiB|×|%)(?!\w))")
+# Tables made outside benchmarks.refresh, which may be older if they say their date and commit: the GPU tables (made on
+# a borrowed host) and the CI time (about the test suite, not the engine; a 20-minute run of its own).
+DATED_TABLE = re.compile(r"gpu_check_|_cuda\b|^ci_time\.")
 # Tables named by the README or docs/ whose refresh is still to run with today's engine (a timing table needs a quiet
 # machine; the browser and load benchmarks take minutes of it), each with its refresh command. Empty since
 # 2026-11-29. The test fails as soon as one listed here is refreshed (then remove it) or a stale one is not listed.
@@ -69,10 +74,23 @@ def holds(quoted: str, values: list[float]) -> bool:
     return any(abs(round(v, places) - target) < 0.5 * 10**-places + 1e-12 for v in values)
 
 
-def quoted_decimals(block: str) -> list[str]:
+def _prose(block: str) -> str:
     text = TABLE_NAME.sub(" ", block)
-    text = re.sub(r"`[^`]*`", " ", text)  # commands and paths in code
-    return DECIMAL.findall(text)
+    return re.sub(r"`[^`]*`", " ", text)  # commands and paths in code
+
+
+def quoted_decimals(block: str) -> list[str]:
+    return DECIMAL.findall(_prose(block))
+
+
+def quoted_wholes(block: str) -> list[str]:
+    """Whole numbers with a unit (as written, '1,130'): each must be a table's value rounded to a whole."""
+    return WHOLE_WITH_UNIT.findall(_prose(block))
+
+
+def holds_whole(quoted: str, values: list[float]) -> bool:
+    target = int(quoted.replace(",", ""))
+    return any(abs(v - target) <= 0.5 for v in values)
 
 
 CASES = [
@@ -88,6 +106,7 @@ def test_every_number_quoted_is_in_its_named_table(document: Path, index: int, b
     tables = named_tables(block)
     values = [v for table in tables for v in table_values(table)]
     missing = [q for q in quoted_decimals(block) if not holds(q, values)]
+    missing += [q for q in quoted_wholes(block) if not holds_whole(q, values)]
     assert not missing, f"{_name(document)} quotes {missing}, in none of {[t.name for t in tables]}:\n{block}"
 
 
@@ -103,9 +122,9 @@ NAMED = sorted({t for _, _, block in CASES for t in named_tables(block)})
 
 @pytest.mark.parametrize("table", NAMED, ids=lambda p: p.name)
 def test_every_named_table_is_todays_engine_or_a_dated_gpu_run(table: Path) -> None:
-    if GPU_TABLE.search(table.name):
+    if DATED_TABLE.search(table.name):
         text = table.with_suffix(".md").read_text() if table.with_suffix(".md").exists() else table.read_text()
-        assert re.search(r"20\d\d-\d\d-\d\d", text) and "commit" in text, f"{table.name}: a GPU table says its date"
+        assert re.search(r"20\d\d-\d\d-\d\d", text) and "commit" in text, f"{table.name}: a dated table says its date"
         return
     stamped = _stamped_json(table)
     assert refresh.table_of(stamped) is not None, f"{table.name}: benchmarks/refresh.py has no entry making it"
@@ -141,3 +160,6 @@ def test_the_readme_counts_the_claims_as_the_claims_table_does() -> None:
 def test_the_number_check_can_fail() -> None:
     assert holds("0.146", [0.14608]) and holds("2.8", [2.81]) and not holds("0.146", [0.301, 1.46])
     assert quoted_decimals("Nyström 0.146 (`benchmarks/results/accuracy.csv`, `x 1.5`) n^2.03") == ["0.146", "2.03"]
+    quoted = quoted_wholes("ready 169 s after; 1,130 s in all; 512 MiB, 45 % and 3× (n = 4096, 8 heads, `-t 120 s`)")
+    assert quoted == ["169", "1,130", "512", "45", "3"]
+    assert holds_whole("1,130", [1129.6]) and holds_whole("169", [169.4]) and not holds_whole("169", [168.4, 1690])
