@@ -254,6 +254,10 @@ def listing() -> str:
         took = f"{log[t.name]['seconds']:.0f} s on {log[t.name]['started_utc']}" if t.name in log else "not timed yet"
         note = f"; has a row for {t.lists}: rerun after adding one" if t.lists else ""
         lines.append(f"{t.name}: python {' '.join(t.command)} -> {', '.join(t.files)} (last: {took}{note})")
+    timed = [log[t.name]["seconds"] for t in TABLES if t.name in log]
+    if len(timed) == len(TABLES):
+        total = sum(timed)
+        lines.append(f"the last times add up to {total:.0f} s ({total / 60:.1f} min) for all {len(TABLES)} tables")
     return "\n".join(lines)
 
 

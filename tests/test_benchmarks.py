@@ -510,3 +510,12 @@ All checks passed!
     passing = ci_time.read_log([(0.0, "==> ruff check: x"), (1.0, "==> ruff check passed (1 s)"),
                                 (2.0, "==> .ci/run finished in 2 s")])  # fmt: skip
     assert passing["passed"] and passing["setup_s"] == 0.0
+
+
+def test_the_refresh_listing_adds_up_the_last_time_of_every_table() -> None:
+    from benchmarks import refresh
+
+    log = json.loads((ROOT / "benchmarks" / "results" / "refresh.json").read_text())
+    assert set(log) == set(refresh.BY_NAME)  # every table has a last time
+    total = sum(entry["seconds"] for entry in log.values())
+    assert refresh.listing().endswith(f"add up to {total:.0f} s ({total / 60:.1f} min) for all {len(log)} tables")
