@@ -500,6 +500,7 @@ All checks passed!
     assert [(s["step"], s["seconds"]) for s in figures["steps"]] == [
         ("ruff check", 0), ("pytest, parallel part", 763), ("mypy", 70), ("pytest, serial part", 356),
     ]  # fmt: skip
+    assert figures["test_seconds"] == {"pytest, parallel part": 155.8, "pytest, serial part": 3.0}
     assert figures["slowest_files"] == {
         "pytest, parallel part": [["tests/test_readable.py", 115.8], ["tests/test_fragments.py", 40.0]],
         "pytest, serial part": [["tests/test_heavy_links.py", 3.0]],
