@@ -99,11 +99,15 @@ def per_round_lsh(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, beta: float
     return torch.stack(outputs)
 
 
+@pytest.mark.parametrize("n", [203, 256])
 @pytest.mark.parametrize(("rounds", "buckets"), [(1, 5), (3, 7), (4, 16)])
-def test_batched_lsh_equals_the_per_round_reference(rounds: int, buckets: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_batched_lsh_equals_the_per_round_reference(
+    n: int, rounds: int, buckets: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Groups of one block, of a few blocks across rounds and heads, and one group for everything all give the
-    per-round result."""
-    x = core.data.clustered(n=203, d=16, clusters=6, spread=0.3, seed=2, heads=3)
+    per-round result; with padding (n = 203) and without (256 = 16 chunks of 16, where a round's first blocks have
+    no mask)."""
+    x = core.data.clustered(n=n, d=16, clusters=6, spread=0.3, seed=2, heads=3)
     beta = 2.5
     results = []
     for group_bytes in (1, 90_000, 2**30):
@@ -114,6 +118,83 @@ def test_batched_lsh_equals_the_per_round_reference(rounds: int, buckets: int, m
         torch.testing.assert_close(result.output.double(), reference, rtol=1e-5, atol=1e-6)
     for result in results[1:]:
         torch.testing.assert_close(result.output, results[0].output, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("method", ["lsh", "scatterbrain"])
+@pytest.mark.parametrize("n", [203, 256])
+@pytest.mark.parametrize("causal", [False, True])
+def test_shared_queries_and_keys_hash_once_with_the_same_result(
+    method: str, n: int, causal: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keys equal to the queries (self-attention, Process 1) are hashed once and gathered once; the result must be
+    the one of hashing and gathering them separately, to the bit, supports included."""
+    from core.approximators import lsh
+
+    x = core.data.clustered(n=n, d=16, clusters=6, spread=0.3, seed=5, heads=2)
+    q, k = x.q, x.q.clone()  # equal values in separate tensors, as a loaded input has them
+    params = {"rounds": 3, "buckets": 8, "causal": causal}
+    if method == "scatterbrain":
+        params["features"] = 16
+    plans: list[bool] = []
+    real_hash_plan = lsh.hash_plan
+
+    def recording(*args: object) -> lsh.HashPlan:
+        plan = real_hash_plan(*args)  # type: ignore[arg-type]
+        plans.append(plan.shared)
+        return plan
+
+    monkeypatch.setattr(lsh, "hash_plan", recording)
+    monkeypatch.setattr("core.approximators.scatterbrain.hash_plan", recording)
+    once = core.approximate(method, q, k, x.v, scale=3.0, seed=2, **params)
+    assert plans == [True]
+    monkeypatch.setattr(lsh, "same_values", lambda a, b: False)
+    separately = core.approximate(method, q, k, x.v, scale=3.0, seed=2, **params)
+    assert plans == [True, False]
+    assert torch.equal(once.output, separately.output)
+    assert torch.equal(once.parts["support"], separately.parts["support"])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("n", [203, 256])
+@pytest.mark.parametrize(("rounds", "buckets"), [(1, 4), (2, 8), (4, 16)])
+def test_the_fused_cpu_path_equals_the_element_wise_path(
+    dtype: torch.dtype, n: int, rounds: int, buckets: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LSH's fused CPU kernel (one call per group, an additive mask) gives the element-wise path's output to float
+    precision: with padding, with rows whose every pair an earlier round took, and with a scale per head."""
+    from core.approximators import lsh
+
+    x = core.data.clustered(n=n, d=16, clusters=6, spread=0.3, seed=3, heads=3, dtype=dtype)
+    scales = [2.5, torch.tensor([0.5, 3.0, 12.0])]
+    calls: list[int] = []
+    real_fused = lsh.fused_block_attention
+    monkeypatch.setattr(lsh, "fused_block_attention", lambda *a: calls.append(1) or real_fused(*a))
+    params = {"seed": 6, "rounds": rounds, "buckets": buckets}
+    fused = [core.approximate("lsh", x.q, x.k, x.v, scale=s, **params) for s in scales]
+    assert calls
+    monkeypatch.setattr(lsh, "fused_attention_available", lambda inputs: False)
+    calls.clear()
+    element_wise = [core.approximate("lsh", x.q, x.k, x.v, scale=s, **params) for s in scales]
+    assert not calls
+    tolerance = {"rtol": 1e-12, "atol": 1e-12} if dtype == torch.float64 else {"rtol": 1e-5, "atol": 1e-5}
+    for a, b in zip(fused, element_wise, strict=True):
+        torch.testing.assert_close(a.output, b.output, **tolerance)
+
+
+def test_the_angular_hash_is_the_argmax_of_the_concatenation_ties_and_zero_rows_included() -> None:
+    """``concatenated_argmax_`` must equal Reformer's ``cat([x, -x]).argmax(-1)`` exactly, where ties decide too."""
+    from core.approximators.lsh import concatenated_argmax_
+
+    x = torch.randn(600, 32, generator=torch.Generator().manual_seed(0))
+    x[::7, 3] = x[::7, 20] = 9.0  # a tie of two largest entries: the first index wins
+    x[1::7, 4] = -9.0
+    x[1::7, 2] = 9.0  # a tie between +a and -a: the half of x, which comes first in the concatenation
+    x[2::7, 9] = x[2::7, 1] = -9.0  # a tie of two smallest entries: the first of them, in the second half
+    x[::11] = 0.0  # an all-zero row (a zero vector's hash): index 0
+    expected = torch.cat([x, -x], dim=-1).argmax(dim=-1)
+    found = concatenated_argmax_(x.clone())
+    assert torch.equal(found, expected)
+    assert found[7] == 3 and found[8] == 2 and found[9] == 32 + 1 and found[11] == 0
 
 
 @pytest.mark.parametrize("support", [{"support": "lsh", "rounds": 3, "buckets": 6}, {"support": "local", "window": 9}])

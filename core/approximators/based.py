@@ -80,7 +80,7 @@ def _run(inputs: AttentionInputs, params: dict[str, Any]) -> Approximation:
         t = torch.bmm(table_q.index_select(0, group.q_index.reshape(-1)).view(*group.q_index.shape, width),
                       table_k.index_select(0, group.k_index.reshape(-1)).view(*group.k_index.shape, width)
                       .transpose(1, 2))  # fmt: skip
-        valid = group.valid.expand_as(s)
+        valid = group.valid_mask().expand_as(s)
         c = s.masked_fill(~valid, float("-inf")).amax(-1).clamp_min(0.0)  # (G, cq)
         weights = torch.exp(s - c[..., None]).mul_(valid)
         kappa = (1.0 + t + 0.5 * t * t).mul_(valid)

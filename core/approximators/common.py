@@ -81,15 +81,67 @@ class BlockGroup:
     k_index: torch.Tensor  # (G, ck)
     batch: torch.Tensor  # (G,) batch element of each block
     round: torch.Tensor  # (G,) hash round of each block (0 for a band)
-    valid: torch.Tensor  # (G, cq or 1, ck) bool: a real query, a real key, in the support (each pair once)
+    # (G, cq or 1, ck) bool: a real query, a real key, in the support (each pair once); None: every pair counts
+    valid: torch.Tensor | None
     q: torch.Tensor  # (G, cq, d) in the input dtype
     k: torch.Tensor  # (G, ck, d)
     v: torch.Tensor  # (G, ck, dv)
     scale: torch.Tensor  # (G, 1, 1) float32 or the input dtype
+    # For the fused kernel, in place of valid: (G, cq or 1, ck) additive, 0 for a valid pair and DROPPED otherwise
+    bias: torch.Tensor | None = None
 
     def scores(self, dtype: torch.dtype) -> torch.Tensor:
         """scale * q k^T in ``dtype`` (the product in the input dtype, accumulated in float32 by torch)."""
         return torch.bmm(self.q, self.k.transpose(1, 2)).to(dtype).mul_(self.scale)
+
+    def drop_invalid_(self, pairs: torch.Tensor, fill: float) -> torch.Tensor:
+        """pairs (G, cq, ck) with every pair outside ``valid`` set to fill, in place (untouched when all count)."""
+        return pairs if self.valid is None else pairs.masked_fill_(self.valid.logical_not(), fill)
+
+    def valid_mask(self) -> torch.Tensor:
+        """``valid`` as a tensor, (G, 1, 1) of True where every pair counts."""
+        if self.valid is not None:
+            return self.valid
+        return torch.ones(self.q.shape[0], 1, 1, dtype=torch.bool, device=self.q.device)
+
+
+# torch's fused CPU attention kernel (the one SDPA runs on a CPU), which also returns each row's log-sum-exp.
+_CPU_FLASH = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+# The fused kernel's additive mask for a dropped pair. Finite on purpose: exp gives exactly 0 for the pair, and a
+# row with no pair left gets a log-sum-exp near -1e30, whose round weight is exactly 0 (with -inf the kernel gives
+# such a row a log-sum-exp of 0).
+DROPPED = -1e30
+
+
+def fused_attention_available(inputs: AttentionInputs) -> bool:
+    """Whether ``fused_block_attention`` serves these inputs: float32 or float64 on a CPU, values as wide as keys."""
+    return (
+        _CPU_FLASH is not None
+        and inputs.device.type == "cpu"
+        and inputs.dtype in (torch.float32, torch.float64)
+        and inputs.dv == inputs.d
+    )
+
+
+def dropped_bias(dropped: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The fused kernel's additive mask: DROPPED where dropped is True, else 0."""
+    values = torch.tensor([0.0, DROPPED], dtype=dtype, device=dropped.device)
+    return torch.where(dropped, values[1], values[0])
+
+
+def fused_block_attention(group: BlockGroup, scale: float | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """softmax(scale q k^T + bias) v over each block and each row's log-sum-exp, in one fused call: (G, cq, dv) and
+    (G, cq, 1). scale: the one scale of every block, or None to use each block's own.
+
+    One kernel in place of a dozen element-wise passes per group: with idle OpenMP threads asleep (the app's
+    setting), each pass paid a wake-up that cost more than its arithmetic.
+    """
+    assert _CPU_FLASH is not None
+    q = group.q if scale is not None else group.q * group.scale
+    bias = None if group.bias is None else group.bias[None]
+    out, lse = _CPU_FLASH(q[None], group.k[None], group.v[None], 0.0, False, attn_mask=bias,
+                          scale=1.0 if scale is None else scale)  # fmt: skip
+    return out[0], lse[0].unsqueeze(-1)
 
 
 def index_add_in_order_(target: torch.Tensor, dim: int, index: torch.Tensor, values: torch.Tensor) -> torch.Tensor:

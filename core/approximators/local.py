@@ -103,7 +103,7 @@ def _run(inputs: AttentionInputs, params: dict[str, Any]) -> Approximation:
             q[None],
             group.k[None],
             group.v[None],
-            attn_mask=group.valid[None],
+            attn_mask=group.valid_mask()[None],
             scale=shared_scale if shared_scale is not None else 1.0,
         )[0]
         output[start : start + out.shape[0] * length] = out.reshape(-1, inputs.dv)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -33,8 +33,11 @@ from core.approximators.common import (
     BlockGroup,
     blocks_per_group,
     ceil_div,
+    dropped_bias,
     flat_rows,
     float32_copy,
+    fused_attention_available,
+    fused_block_attention,
     gather_rows,
     is_half,
     masked_softmax,
@@ -49,6 +52,8 @@ MAX_DIRECTIONS = 32
 ANGULAR = "angular"
 XBOX_E2LSH = "xbox_e2lsh"
 HASHINGS = (ANGULAR, XBOX_E2LSH)
+# Up to this many bytes, both angular hashes of a round come from one product of the rotations.
+ONE_PRODUCT_BYTES = 2**24
 
 
 @dataclass
@@ -65,6 +70,10 @@ class HashPlan:
     chunks: int  # number of chunks per round (= buckets)
     # Causal: a chunk's query attends only to its keys at positions <= its own (set by the caller).
     causal: bool = False
+    # Queries and keys hold the same values (shared QK), so the keys' order and chunks are the queries'.
+    shared: bool = False
+    # The chunk ids with a padding column each, for seen_before (queries', keys')
+    _chunk_tables: tuple[torch.Tensor, torch.Tensor] | None = field(default=None, repr=False)
 
     @property
     def rounds(self) -> int:
@@ -92,14 +101,20 @@ class HashPlan:
         return same.logical_and_(self._causal_mask()) if self.causal else same
 
     def seen_before(
-        self, batch: torch.Tensor, rounds: torch.Tensor, latest: int, q_pos: torch.Tensor, k_pos: torch.Tensor
+        self,
+        batch: torch.Tensor,
+        rounds: torch.Tensor,
+        latest: int,
+        q_pos: torch.Tensor,
+        k_pos: torch.Tensor,
+        one_round: bool = False,
     ) -> torch.Tensor | None:
         """Pairs of the blocks' chunks that an earlier round already attended: (G, c, c) bool, or None.
 
-        batch, rounds: (G,) of each block, latest: the largest of rounds; q_pos, k_pos: (G, c) positions (n =
-        padding). Counting each pair only in the first round that finds it makes the rounds together attend over
-        the union of their supports, each pair exactly once. All rounds at once: the chunk ids of every earlier
-        round are compared in one call.
+        batch, rounds: (G,) of each block, latest: the largest of rounds (one_round: every block's round);
+        q_pos, k_pos: (G, c) positions (n = padding). Counting each pair only in the first round that finds it
+        makes the rounds together attend over the union of their supports, each pair exactly once. All rounds at
+        once: the chunk ids of every earlier round are compared in one call.
         """
         if latest == 0:
             return None
@@ -107,11 +122,14 @@ class HashPlan:
         earlier = torch.arange(latest, device=q_pos.device)
         # Row of (batch, round) in the padded chunk tables; padding gets chunk ids that never match (-1 and -2).
         table_rows = (batch.unsqueeze(-1) * self.rounds + earlier).unsqueeze(-1) * (n + 1)  # (G, R', 1)
-        q_chunk = self._padded_chunks(self.q_chunk, -1).take(table_rows + q_pos.unsqueeze(1))  # (G, R', c)
-        k_chunk = self._padded_chunks(self.k_chunk, -2).take(table_rows + k_pos.unsqueeze(1))
+        if self._chunk_tables is None:  # made once per plan, not once per group
+            self._chunk_tables = self._padded_chunks(self.q_chunk, -1), self._padded_chunks(self.k_chunk, -2)
+        q_chunk = self._chunk_tables[0].take(table_rows + q_pos.unsqueeze(1))  # (G, R', c)
+        k_chunk = self._chunk_tables[1].take(table_rows + k_pos.unsqueeze(1))
         same = q_chunk.unsqueeze(-1) == k_chunk.unsqueeze(-2)  # (G, R', c, c)
-        same.logical_and_((earlier < rounds.unsqueeze(-1))[..., None, None])
-        return same.any(dim=1)
+        if not one_round:
+            same.logical_and_((earlier < rounds.unsqueeze(-1))[..., None, None])
+        return same[:, 0] if latest == 1 else same.any(dim=1)
 
     @staticmethod
     def _padded_chunks(chunks: torch.Tensor, fill: int) -> torch.Tensor:
@@ -148,6 +166,33 @@ def _smyrf_order(
     return results[0], results[1]
 
 
+def concatenated_argmax_(rotated: torch.Tensor) -> torch.Tensor:
+    """Reformer's angular hash ``torch.cat([x, -x], -1).argmax(-1)`` for finite x, without the concatenation and
+    overwriting x (the product is not needed after its hash).
+
+    The largest entry of [x, -x] is max(x) or -min(x); a tie goes to x's half, which comes first. Its index is
+    the first where x equals that value. On a CPU, argmax over a short last dimension does not vectorise: over the
+    32 directions it was about 3x slower than these element-wise passes, which also need no new tensor.
+    """
+    k = rotated.shape[-1]
+    high, low = rotated.amax(-1, keepdim=True), rotated.amin(-1, keepdim=True)
+    negative = low.neg() > high
+    target = torch.where(negative, low, high)
+    rank = torch.arange(k, 0, -1, dtype=rotated.dtype, device=rotated.device)  # k for the first index, 1 the last
+    # |x - target| is 0 exactly at the target: 1 - sign(|x - target|) marks it, and the largest rank is its first.
+    first = rotated.sub_(target).abs_().sign_().neg_().add_(1).mul_(rank).amax(-1)
+    return first.neg_().add_(k).long().add_(negative.squeeze(-1) * k)
+
+
+def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether a and b hold the same values (the same view, or equal entries)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.data_ptr() == b.data_ptr() and a.stride() == b.stride():
+        return True
+    return bool(torch.equal(a, b))
+
+
 def hash_plan(inputs: AttentionInputs, rounds: int, buckets: int, hashing: str = ANGULAR) -> HashPlan:
     """LSH of queries and keys for every round, sorted into balanced chunks.
 
@@ -169,13 +214,11 @@ def hash_plan(inputs: AttentionInputs, rounds: int, buckets: int, hashing: str =
     hash_dtype = inputs.statistics_dtype
     positions = torch.arange(n, device=inputs.device)
     smyrf = hashing == XBOX_E2LSH and buckets > 1
+    # XBOX+ hashes queries and keys by different transforms, so only the angular hash can share them.
+    shared = not smyrf and same_values(q_all, k_all)
 
     def angular(rotated: torch.Tensor) -> torch.Tensor:
-        # argmax over [x R, -x R] without building the concatenation: the largest |x R| and its sign (one reduction
-        # instead of a max and a min; an exact tie between +a and -a, measure zero, goes to the first index).
-        index = rotated.abs().argmax(dim=-1, keepdim=True)
-        negative = rotated.gather(-1, index).squeeze_(-1) < 0
-        return index.squeeze_(-1).add_(negative * rotated.shape[-1])
+        return concatenated_argmax_(rotated)
 
     def hashes(x: torch.Tensor, rotations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         if not primary:
@@ -183,6 +226,12 @@ def hash_plan(inputs: AttentionInputs, rounds: int, buckets: int, hashing: str =
             return zeros, zeros
         x = x.to(hash_dtype)
         unit = x / x.norm(dim=-1, keepdim=True).clamp_min(torch.finfo(x.dtype).tiny)
+        if primary == secondary and b * rounds * n * 2 * primary * unit.element_size() <= ONE_PRODUCT_BYTES:
+            # Both hashes from one product: half the passes, each of which costs a thread wake-up at this size.
+            product = unit.reshape(-1, d) @ rotations.permute(1, 0, 2).reshape(d, -1)  # (B n, R * 2 * directions)
+            hashed = angular(product.view(b, n, rounds, 2, primary)).permute(0, 2, 1, 3)  # (B, R, n, 2)
+            bucket = hashed[..., 0]
+            return bucket, bucket * (2 * secondary) + hashed[..., 1]
         # One hash at a time keeps a single (B, R, n, directions) product alive.
         bucket = angular(torch.einsum("bnd,rdk->brnk", unit, rotations[..., :primary]))
         return bucket, bucket * (2 * secondary) + angular(torch.einsum("bnd,rdk->brnk", unit, rotations[..., primary:]))
@@ -202,24 +251,37 @@ def hash_plan(inputs: AttentionInputs, rounds: int, buckets: int, hashing: str =
         (q_bucket, q_sorted), (k_bucket, k_sorted) = q_hashed, k_hashed
     else:
         rotations = inputs.randn(rounds, d, max(primary + secondary, 1), stream=HASH_STREAM).to(hash_dtype)
-        (q_bucket, q_code), (k_bucket, k_code) = hashes(q_all, rotations), hashes(k_all, rotations)
-        q_sorted, k_sorted = angular_order(q_code), angular_order(k_code)
+        q_bucket, q_code = hashes(q_all, rotations)
+        q_sorted = angular_order(q_code)
+        if shared:  # self-attention with shared queries and keys: the keys hash as the queries
+            k_bucket, k_sorted = q_bucket, q_sorted
+        else:
+            k_bucket, k_code = hashes(k_all, rotations)
+            k_sorted = angular_order(k_code)
     q_order, q_chunk = padded_and_chunked(q_sorted)
     k_order, k_chunk = padded_and_chunked(k_sorted)
     if repeats > 1:
         q_order, k_order, q_chunk, k_chunk, q_bucket, k_bucket = (
             t.repeat(repeats, *(1,) * (t.dim() - 1)) for t in (q_order, k_order, q_chunk, k_chunk, q_bucket, k_bucket)
         )
-    return HashPlan(q_order, k_order, q_chunk, k_chunk, q_bucket, k_bucket, chunk, chunks)
+    if shared:
+        k_order, k_chunk, k_bucket = q_order, q_chunk, q_bucket
+    return HashPlan(q_order, k_order, q_chunk, k_chunk, q_bucket, k_bucket, chunk, chunks, shared=shared)
 
 
 def chunk_blocks(
-    inputs: AttentionInputs, plan: HashPlan, bytes_per_pair: int = 0, bytes_per_row: int = 0
+    inputs: AttentionInputs,
+    plan: HashPlan,
+    bytes_per_pair: int = 0,
+    bytes_per_row: int = 0,
+    as_bias: bool = False,
 ) -> Iterator[BlockGroup]:
     """Every round's chunks as blocks of c queries and c keys, gathered in memory-bounded groups.
 
     Blocks are ordered (batch, round, chunk): rounds and heads are one batch dimension. bytes_per_pair: what the
-    caller's own temporaries add per score, bytes_per_row per query or key row, for the group size.
+    caller's own temporaries add per score, bytes_per_row per query or key row, for the group size. as_bias: the
+    blocks' pairs are given as the fused kernel's additive ``bias`` instead of ``valid`` (non-causal plans only;
+    padding query rows are then computed against the real keys and must be dropped by the caller).
     """
     b, n, rounds, chunk = inputs.batch, inputs.n, plan.rounds, plan.chunk
     blocks = b * rounds * plan.chunks
@@ -232,23 +294,36 @@ def chunk_blocks(
     row_bytes = inputs.q.element_size() * (2 * inputs.d + inputs.dv) + 8 * 4 + 2 * bytes_per_row
     group = blocks_per_group(blocks, chunk * chunk * pair_bytes + chunk * row_bytes, blocks * chunk * chunk)
     per_batch = rounds * plan.chunks
+    padded = plan.chunks * chunk > n
     for start in range(0, blocks, group):
         end = min(start + group, blocks)
         part = slice(start, end)
         batch, q_pos, k_pos = batch_of[part], q_order[part], k_order[part]
-        # The group's latest round, from the block order (no device sync)
+        # The group's latest round, and whether all its blocks are of one round, from the block order (no sync)
         latest = rounds - 1 if (end - 1) // per_batch != start // per_batch else (end - 1) // plan.chunks % rounds
+        one_round = start // plan.chunks == (end - 1) // plan.chunks
         offset = batch.unsqueeze(-1) * n
         # Padding positions (n) read the batch element's last row; the mask drops them.
-        q_index, k_index = offset + q_pos.clamp_max(n - 1), offset + k_pos.clamp_max(n - 1)
-        valid = (q_pos < n).unsqueeze(-1) & (k_pos < n).unsqueeze(-2)
-        if plan.causal:  # padding (n) is already out: it is after every query and key
-            valid.logical_and_(k_pos.unsqueeze(-2) <= q_pos.unsqueeze(-1))
-        seen = plan.seen_before(batch, round_of[part], latest, q_pos, k_pos)
-        if seen is not None:
-            valid.logical_and_(seen.logical_not_())
-        q, k, v = gather_rows(tables[0], q_index), gather_rows(tables[1], k_index), gather_rows(tables[2], k_index)
-        yield BlockGroup(q_pos, q_index, k_index, batch, round_of[part], valid, q, k, v, inputs.scale[batch])
+        q_index = offset + q_pos.clamp_max(n - 1)
+        k_index = q_index if plan.shared else offset + k_pos.clamp_max(n - 1)
+        seen = plan.seen_before(batch, round_of[part], latest, q_pos, k_pos, one_round)
+        valid = bias = None  # None while every pair counts: a round's first blocks, unpadded and non-causal
+        if as_bias:
+            bias = dropped_bias(k_pos.unsqueeze(-2) >= n, inputs.dtype) if padded else None
+            if seen is not None:
+                seen_bias = dropped_bias(seen, inputs.dtype)
+                bias = seen_bias if bias is None else seen_bias.add_(bias)
+        else:
+            valid = (q_pos < n).unsqueeze(-1) & (k_pos < n).unsqueeze(-2) if padded else None
+            if plan.causal:  # padding (n) is already out of the keys: it is after every query
+                order = k_pos.unsqueeze(-2) <= q_pos.unsqueeze(-1)
+                valid = order if valid is None else valid.logical_and_(order)
+            if seen is not None:
+                unseen = seen.logical_not_()
+                valid = unseen if valid is None else valid.logical_and_(unseen)
+        q, v = gather_rows(tables[0], q_index), gather_rows(tables[2], k_index)
+        k = q if plan.shared else gather_rows(tables[1], k_index)  # shared: the same rows of the same values
+        yield BlockGroup(q_pos, q_index, k_index, batch, round_of[part], valid, q, k, v, inputs.scale[batch], bias)
 
 
 def causal_self_rule(support: torch.Tensor) -> torch.Tensor:
@@ -268,14 +343,26 @@ def _lsh_output(inputs: AttentionInputs, plan: HashPlan) -> torch.Tensor:
     b, n, rounds = inputs.batch, inputs.n, plan.rounds
     stats = inputs.statistics_dtype
     lowest = torch.finfo(stats).min
-    # (round, batch, position) rows, with one padding row per (round, batch) for the padding queries
-    outputs = torch.zeros(rounds * b * (n + 1), inputs.dv, dtype=stats, device=inputs.device)
-    lses = torch.full((rounds * b * (n + 1), 1), lowest, dtype=stats, device=inputs.device)
+    # (round, batch, position) rows, with one padding row per (round, batch) for the padding queries. Every real
+    # row is written: each position is in one chunk of each round (the padding rows are never read).
+    outputs = torch.empty(rounds * b * (n + 1), inputs.dv, dtype=stats, device=inputs.device)
+    lses = torch.empty((rounds * b * (n + 1), 1), dtype=stats, device=inputs.device)
     # Causal: how many keys other than itself each (batch, position) query found, over all rounds.
     other_keys = torch.zeros(b * (n + 1), dtype=torch.int32, device=inputs.device) if plan.causal else None
     half_bytes = 4 if is_half(inputs.dtype) else 0  # the half copies of the scores and probabilities
-    for group in chunk_blocks(inputs, plan, half_bytes):
-        if other_keys is not None:
+    # The fused CPU kernel where it serves (float32 and float64, non-causal): one call per group for the scores,
+    # softmax statistics and values, to float precision of the passes below.
+    fused = fused_attention_available(inputs) and not plan.causal
+    scale = inputs.scale
+    one_scale = float(scale.flatten()[0]) if fused and bool(scale.amin() == scale.amax()) else None
+    for group in chunk_blocks(inputs, plan, half_bytes, as_bias=fused):
+        if fused:
+            out, lse = fused_block_attention(group, one_scale)
+            rows = ((group.round * b + group.batch) * (n + 1)).unsqueeze(-1).add(group.q_pos).reshape(-1)
+            outputs.index_copy_(0, rows, out.reshape(-1, inputs.dv))
+            lses.index_copy_(0, rows, lse.reshape(-1, 1))
+            continue
+        if other_keys is not None and group.valid is not None:  # a causal plan always has a mask
             itself = group.q_pos.unsqueeze(-1) == group.k_index.remainder(n).unsqueeze(-2)
             group.valid.logical_and_(itself.logical_not_())
             found = group.valid.sum(-1, dtype=torch.int32).reshape(-1)
@@ -284,7 +371,7 @@ def _lsh_output(inputs: AttentionInputs, plan: HashPlan) -> torch.Tensor:
         # weights exp(s - peak) and their sum give the normalised output and lse = peak + log(sum). A row with no
         # pair left (all attended in an earlier round, padding, or causal) gets output 0 and lse = lowest, so its
         # round weight is 0.
-        scores = group.scores(stats).masked_fill_(~group.valid, -math.inf)
+        scores = group.drop_invalid_(group.scores(stats), -math.inf)
         peak = scores.amax(dim=-1, keepdim=True).clamp_min_(lowest)
         weights = torch.exp_(scores.sub_(peak))
         total = weights.sum(dim=-1, keepdim=True)

@@ -122,7 +122,7 @@ def _run(inputs: AttentionInputs, params: dict[str, Any]) -> Approximation:
     psi_bytes = 4 * psi_q.shape[-1] * 3  # float32 feature rows of queries and keys, and the scaled query rows
     neg_inf = float("-inf")
     for group in support_groups(inputs, params, plan, half_bytes, psi_bytes):
-        scores = group.scores(stats).masked_fill_(~group.valid, neg_inf)
+        scores = group.drop_invalid_(group.scores(stats), neg_inf)
         rows = group.q_index.reshape(-1)
         # A query can sit in several blocks of a group (one per round): scatter_reduce takes the largest.
         new_reference = reference.scatter_reduce(0, rows, scores.amax(-1).reshape(-1), "amax")
@@ -142,11 +142,11 @@ def _run(inputs: AttentionInputs, params: dict[str, Any]) -> Approximation:
         else:
             # Keys have their own shifts s_j: the estimate's pair weight exp(s_j - M_i) is <= 1 on the causal support.
             key_weights = key_log[group.k_index].unsqueeze(-2) - key_running[group.q_index].unsqueeze(-1)
-            key_weights = key_weights.masked_fill_(~group.valid, neg_inf).exp_()
+            key_weights = group.drop_invalid_(key_weights, neg_inf).exp_()
             correction.sub_(torch.bmm(psi_q_rows, psi_k_rows.transpose(1, 2)).mul_(key_weights))
             del key_weights
         del psi_q_rows, psi_k_rows
-        correction.masked_fill_(~group.valid, 0.0)
+        group.drop_invalid_(correction, 0.0)
         values = torch.bmm(correction.to(inputs.dtype), group.v).reshape(-1, dv)
         # A query found in several rounds of one group is added in a fixed order (CUDA's index_add_ has none).
         index_add_in_order_(numerator, 0, rows, values.to(stats))
