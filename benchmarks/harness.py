@@ -247,6 +247,40 @@ def time_engine(
     return common.Measurement(number_per_run=1, raw_times=times, task_spec=task)
 
 
+def time_engine_two_clocks(
+    call: Callable[[], Any], *, repeats: int = 5, label: str = "", sub_label: str = ""
+) -> tuple[Any, Any]:
+    """``time_engine`` on the wall clock and on process CPU time: (wall, cpu) Measurements. A call of
+    ``ONE_CALL_BLOCKS_S`` or more is timed once on both clocks (the same calls); a shorter one, whose blocks the
+    Timer sizes per clock, is timed once per clock."""
+    import torch
+    from torch.utils.benchmark.utils import common
+    from torch.utils.benchmark.utils.timer import timer as wall_clock
+
+    threads = torch.get_num_threads()
+    with common.set_torch_threads(threads):
+        warm = _clocked(call, wall_clock)
+    if warm < ONE_CALL_BLOCKS_S:
+        return (
+            time_engine(call, repeats=repeats, label=label, sub_label=sub_label),
+            time_engine(call, repeats=repeats, label=label, sub_label=sub_label, clock=time.process_time),
+        )
+    min_run_time = max(MIN_RUN_TIME_S, max(repeats, 1) * warm)
+    walls: list[float] = []
+    cpus: list[float] = []
+    with common.set_torch_threads(threads):
+        while sum(walls) < min_run_time:
+            wall_start, cpu_start = wall_clock(), time.process_time()
+            call()
+            walls.append(wall_clock() - wall_start)
+            cpus.append(time.process_time() - cpu_start)
+    task = common.TaskSpec(stmt="call()", setup="pass", label=label, sub_label=sub_label, num_threads=threads)
+    return (
+        common.Measurement(number_per_run=1, raw_times=walls, task_spec=task),
+        common.Measurement(number_per_run=1, raw_times=cpus, task_spec=task),
+    )
+
+
 def time_once(call: Callable[[], Any], *, threads: int | None = None) -> float:
     """Seconds of a single call, cold (no warm-up): work that is run once. (Not ``Timer.timeit``, which makes two
     untimed calls before the one it times.)"""

@@ -3,8 +3,9 @@
     python -m benchmarks.interactive            # prints a table, writes benchmarks/results/interactive_<device>.json
     python -m benchmarks.interactive --repeats 3 --out /tmp/x
 
-Measured through ``torch.utils.benchmark`` (``benchmarks.harness.time_engine``: a warm-up call, then
-blocks for about ``--repeats`` calls; medians per call, every cache cleared in each call):
+Measured through ``torch.utils.benchmark`` (``benchmarks.harness.time_engine``: a warm-up call, then blocks for about
+``--repeats`` calls; medians per call, every cache cleared in each call; the whole calls on the wall clock and on CPU
+time at once, ``time_engine_two_clocks``):
 1. ``compare_default``: the Compare page's computation at its defaults (clustered input, n = 512, d = 64,
    4 heads, tau = 0.3, budget 1/8, methods performer, lsh, scatterbrain, nystrom): service.compute's load_inputs,
    exact and run_method_now (what run_method computes when neither its memory layer nor the shared disk cache has
@@ -24,7 +25,6 @@ import argparse
 import json
 import math
 import os
-import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchmarks.harness import RESULTS_DIR, time_engine
+from benchmarks.harness import RESULTS_DIR, time_engine, time_engine_two_clocks
 from core import data as core_data
 from core import profiling, registry
 
@@ -76,8 +76,7 @@ def _median_timing(
     name: str, whole: Callable[[], Any], parts: dict[str, Callable[[], Any]], repeats: int
 ) -> dict[str, Any]:
     """Median wall and process-CPU seconds per call of ``whole``, and the median wall seconds of each part."""
-    wall = time_engine(whole, repeats=repeats, label=name, sub_label="whole")
-    cpu = time_engine(whole, repeats=repeats, label=name, sub_label="whole", clock=time.process_time)
+    wall, cpu = time_engine_two_clocks(whole, repeats=repeats, label=name, sub_label="whole")
     return {
         "seconds": wall.median,
         "cpu_seconds": cpu.median,

@@ -26,8 +26,9 @@ from core.approximation import HALF_ERROR_FACTOR, UNIT_ROUNDOFF
 from core.device import describe, resolve_device
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
-# rpca's 60 default iterations take minutes per call at n = 1024; its half error is the final rounding either way.
-SHORT = {"rpca": {"iterations": 5}}
+# rpca's 60 default iterations take minutes per call at n = 1024, and 5 took 40-50 s per call, three quarters of the
+# table's time; its half error is the final rounding either way.
+SHORT = {"rpca": {"iterations": 2}}
 QUICK = {"learned_kernel": {"steps": 5}, "rpca": {"iterations": 2}}
 
 
@@ -68,7 +69,11 @@ def markdown(rows: list[dict[str, Any]], args: argparse.Namespace, device: torch
         "the heads. *vs float32*: the half call against the float32 call on the same rounded values, with its "
         "multiple of the unit roundoff u (2^-8 for bf16, 2^-11 for fp16); *vs exact*: against exact attention in "
         "float64 on those values. *bound*: the stated error (core.approximation.HALF_ERROR_FACTOR, in u) that "
-        "tests/test_precision.py checks at n = 256.",
+        "tests/test_precision.py checks at n = 256. Shortened fits: "
+        + ", ".join(
+            f"{m} {', '.join(f'{k} = {v}' for k, v in p.items())}" for m, p in (QUICK if args.quick else SHORT).items()
+        )
+        + ".",
         "",
         "| method | half-native | bf16 vs float32 | fp16 vs float32 | bound (u) | float32 vs exact | bf16 vs exact "
         "| fp16 vs exact |",

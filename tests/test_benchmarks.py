@@ -383,6 +383,22 @@ def test_a_long_call_is_timed_in_blocks_of_one_after_one_warm_up_call() -> None:
     assert len(harness.time_engine(slower, repeats=3, budget_s=0.1).times) == 1 and len(calls) == 2
 
 
+def test_two_clocks_time_the_same_calls_of_a_long_call() -> None:
+    """benchmarks.interactive reads wall and CPU seconds of its whole calls: one run of calls gives both (it ran them
+    twice, once per clock). A sleeping call spends wall time, not CPU time."""
+    from benchmarks import harness
+
+    calls: list[int] = []
+
+    def slow() -> None:
+        calls.append(1)
+        time.sleep(0.06)
+
+    wall, cpu = harness.time_engine_two_clocks(slow, repeats=3)
+    assert len(wall.times) == len(cpu.times) == len(calls) - 1 and 3 <= len(wall.times) <= 4
+    assert all(w >= 0.06 for w in wall.times) and cpu.median < 0.5 * wall.median
+
+
 def test_each_fresh_process_starts_clean_and_reports_what_went_wrong() -> None:
     """benchmarks.suite measures each point in a process forked from a preloaded server: no state carries from one
     point to the next, and a point that raises, dies or hangs gives a status instead of stopping the run."""

@@ -85,6 +85,36 @@ def server(tmp_path: Path):  # noqa: ANN201 - a processes.Process
         yield app, tmp_path / "cache"
 
 
+def test_links_that_run_to_their_end_follow_each_other_without_the_idle_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The IDLE_S wait comes before the first link and after a link that yielded to a visitor, not after a link that
+    ran to its end with nobody else running."""
+    import asyncio
+
+    events: list[str] = []
+    outcomes = iter(["done", "failed", "yielded", "done", "done"])
+
+    async def wait_idle(stop: threading.Event) -> None:
+        events.append("wait")
+
+    async def warm_link(stream_url: str, path: str, should_yield: Any) -> warmup.LinkResult:
+        state = next(outcomes)
+        events.append(f"{path}:{state}")
+        return warmup.LinkResult(path=path, state=state)
+
+    monkeypatch.setattr(warmup, "_wait_idle", wait_idle)
+    monkeypatch.setattr(warmup, "warm_link", warm_link)
+    monkeypatch.setattr(warmup, "_other_runs", lambda own: 0)
+    results = asyncio.run(warmup.warm_all("ws://unused", ["a", "b", "c", "d"], threading.Event()))
+    assert [r.state for r in results] == ["done", "failed", "done", "done"]
+    assert events == ["wait", "a:done", "b:failed", "wait", "c:yielded", "wait", "c:done", "d:done"]
+    # A visitor running now still gets the wait.
+    events.clear()
+    outcomes = iter(["done", "done"])
+    monkeypatch.setattr(warmup, "_other_runs", lambda own: 1)
+    asyncio.run(warmup.warm_all("ws://unused", ["a", "b"], threading.Event()))
+    assert events == ["wait", "a:done", "wait", "b:done"]
+
+
 def test_warm_up_presses_the_button_and_fills_the_shared_cache(server, monkeypatch: pytest.MonkeyPatch) -> None:
     app, cache_dir = server
     stream = app.url.replace("http://", "ws://") + "/_stcore/stream"
