@@ -230,3 +230,36 @@ def test_based_with_the_whole_window_is_exact_attention(causal: bool) -> None:
     q, k, v = _qkv()
     whole = core.approximate("based", q, k, v, scale=1.3, features=3, window=69, causal=causal).output
     torch.testing.assert_close(whole, _exact(q, k, v, 1.3, causal), rtol=1e-10, atol=1e-12)
+
+
+# ---------------------------------------------------------------- the routed blocks' two paths
+
+
+@pytest.mark.parametrize("method", ["moba", "nsa"])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_routed_blocks_by_key_block_equal_the_query_block_path(
+    method: str, causal: bool, dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MoBA and NSA's selection go key block by key block on a CPU (tiles of the queries routed to one block, one
+    fused call, pieces merged by log-sum-exp): the query-block path's output to float precision, with a padded last
+    block (n = 101), a scale per head, and a tile count past one memory group."""
+    from core.approximators import block_select, common
+
+    monkeypatch.setattr(common, "MIN_GROUP_BYTES", 2**14)  # several groups of tiles
+    monkeypatch.setattr(block_select, "MIN_GROUP_BYTES", 2**14)
+    q, k, v = (t.to(dtype) for t in _qkv(n=101, d=8, heads=3, seed=4))
+    params = {"block": 8, "top_k": 3} if method == "moba" else {"block": 8, "selected_blocks": 3, "window": 5}
+    calls: list[int] = []
+    real = block_select._by_key_block
+    monkeypatch.setattr(block_select, "_by_key_block", lambda *a: calls.append(1) or real(*a))
+    scale = torch.tensor([0.5, 2.0, 6.0], dtype=dtype)
+    outputs = []
+    for by_key_block in (True, False):
+        if not by_key_block:
+            monkeypatch.setattr(block_select, "fused_attention_serves", lambda q, v: False)
+        calls.clear()
+        outputs.append(core.approximate(method, q, k, v, scale=scale, causal=causal, **params).output)
+        assert bool(calls) == by_key_block
+    tolerance = {"rtol": 1e-12, "atol": 1e-12} if dtype == torch.float64 else {"rtol": 1e-5, "atol": 1e-5}
+    torch.testing.assert_close(outputs[0], outputs[1], **tolerance)

@@ -114,13 +114,28 @@ DROPPED = -1e30
 
 
 def fused_attention_available(inputs: AttentionInputs) -> bool:
-    """Whether ``fused_block_attention`` serves these inputs: float32 or float64 on a CPU, values as wide as keys."""
+    """Whether ``fused_attention`` serves these inputs: float32 or float64 on a CPU, values as wide as keys."""
+    return fused_attention_serves(inputs.q, inputs.v)
+
+
+def fused_attention_serves(q: torch.Tensor, v: torch.Tensor) -> bool:
     return (
         _CPU_FLASH is not None
-        and inputs.device.type == "cpu"
-        and inputs.dtype in (torch.float32, torch.float64)
-        and inputs.dv == inputs.d
+        and q.device.type == "cpu"
+        and q.dtype in (torch.float32, torch.float64)
+        and v.shape[-1] == q.shape[-1]
     )
+
+
+def fused_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None, scale: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """softmax(scale q k^T + bias) v for each of G blocks and each row's log-sum-exp, in one call of torch's fused
+    CPU kernel: q (G, cq, d), k and v (G, ck, d), bias (G, cq or 1, ck) or None -> (G, cq, d) and (G, cq)."""
+    assert _CPU_FLASH is not None
+    mask = None if bias is None else bias[None]
+    out, lse = _CPU_FLASH(q[None], k[None], v[None], 0.0, False, attn_mask=mask, scale=scale)
+    return out[0], lse[0]
 
 
 def dropped_bias(dropped: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -136,12 +151,9 @@ def fused_block_attention(group: BlockGroup, scale: float | None) -> tuple[torch
     One kernel in place of a dozen element-wise passes per group: with idle OpenMP threads asleep (the app's
     setting), each pass paid a wake-up that cost more than its arithmetic.
     """
-    assert _CPU_FLASH is not None
     q = group.q if scale is not None else group.q * group.scale
-    bias = None if group.bias is None else group.bias[None]
-    out, lse = _CPU_FLASH(q[None], group.k[None], group.v[None], 0.0, False, attn_mask=bias,
-                          scale=1.0 if scale is None else scale)  # fmt: skip
-    return out[0], lse[0].unsqueeze(-1)
+    out, lse = fused_attention(q, group.k, group.v, group.bias, 1.0 if scale is None else scale)
+    return out, lse.unsqueeze(-1)
 
 
 def index_add_in_order_(target: torch.Tensor, dim: int, index: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
