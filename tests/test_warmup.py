@@ -104,14 +104,14 @@ def test_links_that_run_to_their_end_follow_each_other_without_the_idle_wait(mon
     monkeypatch.setattr(warmup, "_wait_idle", wait_idle)
     monkeypatch.setattr(warmup, "warm_link", warm_link)
     monkeypatch.setattr(warmup, "_other_runs", lambda own: 0)
-    results = asyncio.run(warmup.warm_all("ws://unused", ["a", "b", "c", "d"], threading.Event()))
+    results = _in_thread(asyncio.run, warmup.warm_all("ws://unused", ["a", "b", "c", "d"], threading.Event()))
     assert [r.state for r in results] == ["done", "failed", "done", "done"]
     assert events == ["wait", "a:done", "b:failed", "wait", "c:yielded", "wait", "c:done", "d:done"]
     # A visitor running now still gets the wait.
     events.clear()
     outcomes = iter(["done", "done"])
     monkeypatch.setattr(warmup, "_other_runs", lambda own: 1)
-    asyncio.run(warmup.warm_all("ws://unused", ["a", "b"], threading.Event()))
+    _in_thread(asyncio.run, warmup.warm_all("ws://unused", ["a", "b"], threading.Event()))
     assert events == ["wait", "a:done", "wait", "b:done"]
 
 
