@@ -888,6 +888,16 @@ def plan_limits(plan: Plan, steps: tuple[str, ...], budget_s: float | None) -> d
     return {s: (share[s] if s in share else dropped[s]) for s in STEPS if s in steps}
 
 
+def step_limit(share: float, later: float, left: float, cap: float) -> float:
+    """A step's limit when it starts: its planned ``share``, with ``later`` seconds planned for the steps after it and
+    ``left`` seconds of the budget left. What earlier steps (or the start) left unused goes to this step, up to its
+    ``cap``; time they overran is taken from this step and the later ones in proportion to their shares, not from
+    this step alone (a slow start once left the first step, facts, nothing)."""
+    if left >= share + later:
+        return min(cap, left - later)
+    return min(cap, share * max(left, 0.0) / (share + later))
+
+
 class StepStopped(BaseException):
     """Raised in a step's process by SIGTERM: its time limit came (``finally`` blocks stop what it started). Not an
     Exception, so the code that records a method's failure and goes on lets it through."""
@@ -1136,10 +1146,10 @@ def run(
         if isinstance(limit, str):
             report["steps"][name] = {"status": limit, "seconds": 0.0}
             continue
-        if budget_s is not None:  # what earlier steps left unused goes to this one; later steps keep their shares
+        if budget_s is not None:
             later = sum(v for v in (planned[s] for s in names[index + 1 :]) if not isinstance(v, str))
-            left = budget_s - END_S - (time.perf_counter() - begun) - later
-            limit = min(plan.limits_s[name], left)
+            left = budget_s - END_S - (time.perf_counter() - begun)
+            limit = step_limit(limit, later, left, plan.limits_s[name])
             if limit < plan.least_s[name]:
                 report["steps"][name] = {
                     "status": f"not run: {max(limit, 0):.0f} s of the budget left, under the {plan.least_s[name]:g} s "
