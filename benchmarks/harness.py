@@ -212,11 +212,15 @@ def time_engine(
     threads: int | None = None,
     clock: Callable[[], float] | None = None,
     budget_s: float = math.inf,
+    warm_up_counts_from_s: float = math.inf,
 ) -> Measurement:
     """Seconds per call of ``call`` as a ``torch.utils.benchmark`` Measurement: one call to warm up and size the run,
     then blocks for about ``repeats`` times that call's length, at least ``MIN_RUN_TIME_S`` and at most about
     ``budget_s`` (at least one block: a call longer than the budget is timed once after its warm-up). The returned
     Measurement's ``.median`` is the figure; ``.times`` holds the seconds per call of each block.
+
+    ``warm_up_counts_from_s``: a warm-up call at least this long is one of the timed calls too (its first-call setup
+    is a small part of it, and a second untimed call of many seconds would only lengthen the run).
 
     A call shorter than ``ONE_CALL_BLOCKS_S`` goes through ``Timer.blocked_autorange``, which sizes its blocks; a
     longer one is timed in blocks of one call, the size blocked_autorange would pick, without its search's call.
@@ -238,7 +242,7 @@ def time_engine(
         timer = benchmark.Timer(stmt="call()", globals={"call": call}, label=label, sub_label=sub_label,
                                 description=description, num_threads=threads, timer=clock)  # fmt: skip
         return timer.blocked_autorange(min_run_time=min_run_time)
-    times: list[float] = []
+    times: list[float] = [warm] if warm >= warm_up_counts_from_s else []
     with common.set_torch_threads(threads):
         while sum(times) < min_run_time:
             times.append(_clocked(call, clock))

@@ -381,6 +381,13 @@ def test_a_long_call_is_timed_in_blocks_of_one_after_one_warm_up_call() -> None:
         time.sleep(0.25)
 
     assert len(harness.time_engine(slower, repeats=3, budget_s=0.1).times) == 1 and len(calls) == 2
+    calls.clear()
+    # A warm-up past warm_up_counts_from_s is a timed call too: 2 calls make the 0.5 s budget, not 1 + 2.
+    timing = harness.time_engine(slower, repeats=3, budget_s=0.5, warm_up_counts_from_s=0.2)
+    assert len(timing.times) == len(calls) == 2
+    calls.clear()
+    assert len(harness.time_engine(slower, repeats=3, budget_s=0.5, warm_up_counts_from_s=1.0).times) == 2
+    assert len(calls) == 3
 
 
 def test_two_clocks_time_the_same_calls_of_a_long_call() -> None:
