@@ -3,7 +3,9 @@ its box (labels, values, buttons, tabs, expander headers, table columns, chart t
 axis labelled at two ticks at least.
 
 One shared server; the pages are visited in turn with small URL settings (n = 64), and buttons that start cheap
-work (training, measuring) are pressed so the charts behind them are checked too.
+work (training, measuring) are pressed so the charts behind them are checked too. Each page opens once on the
+projector, is checked, and is then widened to the laptop and checked again: the layout is CSS, and each chart is
+laid out again at its new width, as a first load at that size draws it; presenter view is a visit of its own.
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ PAGES = {
     "Paper_claims": "papers=rank-vs-heads",
     "Error_vs_cost": "n=256&heads=1&runs=2",
 }
-SIZES = {"1400x1000": (1400, 1000), "1280x720": (1280, 720), "1280x720-present": (1280, 720)}
+PROJECTOR, LAPTOP = {"width": 1280, "height": 720}, {"width": 1400, "height": 1000}
+# A visit: the sizes it checks in turn, and whether it is presenter view.
+VISITS = {"projector-then-laptop": ((PROJECTOR, LAPTOP), False), "presenter": ((PROJECTOR,), True)}
 # Buttons that start work the page waits for; pressed when shown (the work is small at the settings above).
 START_BUTTONS = ("Train the grid", "Measure the claims")
 
@@ -171,6 +175,27 @@ def _open(page: Page, url: str) -> None:
     page.wait_for_timeout(700)
 
 
+# Each shown chart laid out at its box's width (autosize), as a first load at this size draws it. The component's
+# ResizeObserver does this on its own for most charts; for one Kernels chart ("Red: positive features more accurate")
+# Chromium never reported a size, not even the first, so the test lays every chart out itself.
+RELAYOUT_CHARTS = """async () => {
+  const plots = [...document.querySelectorAll('.js-plotly-plot')].filter(p => p.offsetParent !== null && p._fullLayout);
+  const Plotly = window.__aePlotly ? await window.__aePlotly : window.Plotly;
+  await Promise.all(plots.map(p => Plotly.Plots.resize(p)));
+}"""
+CHARTS_FIT = """() => [...document.querySelectorAll('.js-plotly-plot')]
+  .filter(p => p.offsetParent !== null && p._fullLayout)
+  .every(p => Math.abs(p._fullLayout.width - p.clientWidth) <= 1)"""
+
+
+def _resize(page: Page, size: dict[str, int]) -> None:
+    page.set_viewport_size(size)
+    page.wait_for_timeout(300)
+    page.evaluate(RELAYOUT_CHARTS)
+    page.wait_for_function(CHARTS_FIT, timeout=30_000)
+    page.wait_for_timeout(400)
+
+
 def _problems(page: Page) -> list[Any]:
     scripts = (CUT_TEXT, CUT_BOX, CHART_TEXT, GRID_TEXT)
     found = [problem for script in scripts for problem in page.evaluate(script)]
@@ -181,17 +206,24 @@ def _problems(page: Page) -> list[Any]:
         tab.click()
         page.wait_for_timeout(600)
         found += [f"tab {name}: {problem}" for script in scripts for problem in page.evaluate(script)]
+    if tabs.count() > 1:  # back to the first tab, as the page opened
+        tabs.first.click()
+        page.wait_for_timeout(300)
     return found
 
 
-@pytest.mark.parametrize("size", list(SIZES))
+@pytest.mark.parametrize("visit", list(VISITS))
 @pytest.mark.parametrize("path", list(PAGES))
 def test_every_text_reads_in_full_and_every_log_axis_is_labelled(
-    page: Page, app_server: str, path: str, size: str
+    page: Page, app_server: str, path: str, visit: str
 ) -> None:
-    width, height = SIZES[size]
-    page.set_viewport_size({"width": width, "height": height})
-    query = PAGES[path] + ("&present=1" if size.endswith("present") else "")
+    sizes, present = VISITS[visit]
+    page.set_viewport_size(sizes[0])
+    query = PAGES[path] + ("&present=1" if present else "")
     _open(page, f"{app_server}/{path}?{query.lstrip('&')}")
-    problems = _problems(page)
+    problems: list[Any] = []
+    for index, size in enumerate(sizes):
+        if index:
+            _resize(page, size)
+        problems += [f"{size['width']}x{size['height']}: {problem}" for problem in _problems(page)]
     assert not problems, "\n".join(problems)
