@@ -100,7 +100,9 @@ class Plan:
         if dry_run:  # measured on the 2-core CI machine (2026-11-28), each step about twice its time
             limits = {"facts": 20, "scaling": 40, "tests": 40, "compare": 25, "cluster": 45, "pages": 90}
             limits.update(memory=40, precision=20)
-            expected = {"facts": 3, "scaling": 20, "tests": 8, "compare": 4, "cluster": 12, "pages": 28}
+            # scaling: 30, not 20; on 2026-11-30 the machine ran everything about half as fast and the step did not
+            # finish in its 19 s share (the first step the check exists for; pages gives up the time)
+            expected = {"facts": 3, "scaling": 30, "tests": 8, "compare": 4, "cluster": 12, "pages": 28}
             expected.update(memory=8, precision=3)
             least = {"facts": 2, "scaling": 5, "tests": 8, "compare": 3, "cluster": 10, "pages": 10}
             least.update(memory=4, precision=2)
