@@ -258,7 +258,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     for what, methods, n, heads, points in cases if args.only != "buttons" else []:
         # After a warm-up: first-call setup (feature draws, allocator) is not what the estimate is about; in a call
-        # of 10 s or more it is lost in the spread, and that warm-up is timed too.
+        # of LONG_ROW_S or more it is lost in the spread, and that warm-up is timed too.
         timing = time_engine(case_call(what, methods, n, heads, points), repeats=repeats, label=what,
                              budget_s=LONG_ROW_BUDGET_S, warm_up_counts_from_s=LONG_ROW_S)  # fmt: skip
         seconds, measured = list(timing.times), timing.median

@@ -168,8 +168,8 @@ def test_a_budget_shares_the_time_by_what_each_step_takes_and_drops_what_cannot_
 
 
 def test_a_step_gets_what_earlier_steps_left_and_shares_what_they_overran() -> None:
-    # Run 3 of the dry run: the start took 11 s against the 7 s kept for it, and facts (planned 4.1 s, 101 s for the
-    # steps after it) got 0 s and did not run.
+    # A dry run on 2026-11-30: the start took 11 s against the 7 s kept for it, and facts (planned 4.1 s, 101 s for
+    # the steps after it) got 0 s and did not run.
     assert gpu.step_limit(4.1, 101.0, 101.0, 20.0) == pytest.approx(4.1 * 101 / 105.1)
     assert gpu.step_limit(4.1, 101.0, 101.0, 20.0) >= gpu.Plan.make(True).least_s["facts"]
     assert gpu.step_limit(4.1, 101.0, 110.0, 20.0) == pytest.approx(9.0)  # time left over goes to this step

@@ -178,14 +178,12 @@ def _open(page: Page, url: str) -> None:
 # Each shown chart laid out at its box's width (autosize), as a first load at this size draws it. The component's
 # ResizeObserver does this on its own for most charts; for one Kernels chart ("Red: positive features more accurate")
 # Chromium never reported a size, not even the first, so the test lays every chart out itself.
-RELAYOUT_CHARTS = """async () => {
-  const plots = [...document.querySelectorAll('.js-plotly-plot')].filter(p => p.offsetParent !== null && p._fullLayout);
+SHOWN_CHARTS = "[...document.querySelectorAll('.js-plotly-plot')].filter(p => p.offsetParent !== null && p._fullLayout)"
+RELAYOUT_CHARTS = f"""async () => {{
   const Plotly = window.__aePlotly ? await window.__aePlotly : window.Plotly;
-  await Promise.all(plots.map(p => Plotly.Plots.resize(p)));
-}"""
-CHARTS_FIT = """() => [...document.querySelectorAll('.js-plotly-plot')]
-  .filter(p => p.offsetParent !== null && p._fullLayout)
-  .every(p => Math.abs(p._fullLayout.width - p.clientWidth) <= 1)"""
+  await Promise.all({SHOWN_CHARTS}.map(p => Plotly.Plots.resize(p)));
+}}"""
+CHARTS_FIT = f"() => {SHOWN_CHARTS}.every(p => Math.abs(p._fullLayout.width - p.clientWidth) <= 1)"
 
 
 def _resize(page: Page, size: dict[str, int]) -> None:
