@@ -14,8 +14,10 @@ import os
 import platform
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
+import types
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -321,7 +323,8 @@ def in_fresh_process(target: str, argument: Any, *, timeout_s: float, preload: S
     context.set_forkserver_preload(list(preload))  # takes effect when the server starts: the first call
     receiving, sending = context.Pipe(duplex=False)
     process = context.Process(target=_call_by_name, args=(target, argument, sending), daemon=True)
-    process.start()
+    with _parents_main_hidden():
+        process.start()
     sending.close()
     try:
         if not receiving.poll(timeout_s):
@@ -335,6 +338,19 @@ def in_fresh_process(target: str, argument: Any, *, timeout_s: float, preload: S
     finally:
         process.join()
         receiving.close()
+
+
+@contextmanager
+def _parents_main_hidden() -> Iterator[None]:
+    """``multiprocessing`` makes a child run the parent's ``__main__`` again before its target. Ours are named by
+    module, so the child never needs it, and running it can fail: after Streamlit's AppTest, ``__main__`` is the app's
+    page script, which raises outside a Streamlit run (the child then ends with code 1 and no result)."""
+    main = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
 
 
 def _call_by_name(target: str, argument: Any, sending: Any) -> None:

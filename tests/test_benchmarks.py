@@ -11,6 +11,7 @@ import math
 import os
 import sys
 import time
+import types
 from pathlib import Path
 
 import ci_env
@@ -423,6 +424,21 @@ def test_each_fresh_process_starts_clean_and_reports_what_went_wrong() -> None:
         "status": "failed: timed out after 1 s"
     }
     assert time.monotonic() - started < 10
+
+
+def test_a_fresh_process_does_not_run_the_parents_main_script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After Streamlit's AppTest, ``__main__`` is the app's page script; a child that ran it again ended with code 1
+    and no result (CI, 2026-11-30: every point of the suite tests on that worker failed)."""
+    from benchmarks import harness
+
+    script = tmp_path / "page.py"
+    script.write_text("raise SystemExit(1)\n")
+    main = types.ModuleType("__main__")
+    main.__file__ = str(script)
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    result = harness.in_fresh_process("fresh_process_targets:count_calls", 5, timeout_s=60, preload=("torch",))
+    assert result["calls"] == [5], result
+    assert sys.modules["__main__"] is main
 
 
 def test_a_suite_point_in_a_fresh_process_matches_the_same_point_in_this_one(tmp_path: Path) -> None:
