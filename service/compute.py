@@ -22,7 +22,7 @@ import core
 from core import cancel as core_cancel
 from core import device as core_device
 from core import metrics, profiling, sparse_lowrank
-from service import placement, result_cache, views
+from service import model_code, placement, result_cache, views
 from service.downsampling import Matrix, block_factor, block_reduce
 from service.scheduler import LIGHT_SECONDS, estimate_seconds, light_work
 
@@ -49,6 +49,7 @@ def remembered(view: views.View) -> Any:
 def real_model(text: str) -> core.data.RealInputs:
     """The real model's q, k, v for every layer and head (shared, read-only). A process resource (the model's run
     on one text, tensors): kept for the last 4 texts, like a loaded model, not as a result."""
+    model_code.import_in_steps()
     return core.data.real(text)
 
 

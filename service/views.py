@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from core import uploads as core_uploads
-from service import compute, placement, result_cache, scheduler, uploads
+from service import compute, model_code, placement, result_cache, scheduler, uploads
 
 Params = tuple[tuple[str, Any], ...]  # a method's knobs, sorted by name; lists become tuples
 MethodParams = tuple[tuple[str, Params], ...]  # (method, its knobs) in the page's order
@@ -875,6 +875,8 @@ class PaperClaim(View):
     def compute(self, report: Callable[..., None] | None = None) -> Any:
         from core import claims
 
+        if self.which == "real":
+            model_code.import_in_steps()
         return claims.measure_plain(self.claim_id, self.which, self.seed, self.text)
 
 
@@ -924,6 +926,8 @@ class SwapLayerErrors(View):
     def compute(self, report: Callable[..., None] | None = None) -> Any:
         from core import model_swap, registry
 
+        model_code.import_in_steps()
+
         swaps = [
             model_swap.Swap(method, self.layers, self.heads, self.fraction, self.first_seed + seed)
             for method in self.methods
@@ -951,6 +955,7 @@ class SwapRetrieval(View):
     def compute(self, report: Callable[..., None] | None = None) -> Any:
         from core import model_swap
 
+        model_code.import_in_steps()
         return model_swap.retrieval(
             model_swap.corpus()[: self.passages],
             list(self.methods),
