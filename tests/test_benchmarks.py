@@ -17,6 +17,7 @@ from pathlib import Path
 import ci_env
 import pytest
 import torch
+from quiet_machine import wait_for_a_quiet_machine
 
 import core
 from benchmarks import interactive, suite
@@ -296,6 +297,8 @@ def test_chunking_benchmark_times_both_chunk_sizes_on_the_same_numbers(tmp_path:
 def test_limits_calibration_benchmark_puts_both_estimates_beside_a_measured_sweep(tmp_path: Path) -> None:
     from benchmarks import limits_calibration
 
+    # CI once measured the first sweep at five times its table's time right after the rooms browser test
+    quiet = wait_for_a_quiet_machine()
     result = limits_calibration.main(["--quick", "--out", str(tmp_path)])
     assert [(row["what"], row["methods"], row["n"]) for row in result["rows"]] == [
         ("sweep", ["lsh", "performer", "scatterbrain"], 512),
@@ -304,7 +307,7 @@ def test_limits_calibration_benchmark_puts_both_estimates_beside_a_measured_swee
     for row in result["rows"]:
         assert row["measured_median_s"] > 0
         # The estimate the server uses is above the measured time and below the previous one.
-        assert row["measured_median_s"] < row["estimate_s"] < row["previous_estimate_s"]
+        assert row["measured_median_s"] < row["estimate_s"] < row["previous_estimate_s"], (row, f"CPU {quiet} %")
         assert row["previous_largest_n"] < row["largest_n"] <= 4096
     table = (tmp_path / "limits_calibration_cpu_quick.md").read_text()
     assert "| sweep | lsh, performer, scatterbrain | 512 | 4 | 12 |" in table

@@ -144,8 +144,9 @@ def test_settings_file_round_trip(page: Page, app_server: str, tmp_path: Path) -
     file.write_text(json.dumps(settings))
     settings_file_input(page).set_input_files(str(file))
     wait_for_app(page)
-    page.wait_for_timeout(500)
-    assert page.get_by_role("slider", name="Sequence length n").input_value() == "96"
+    # The rerun the file starts may begin after wait_for_app saw the app idle: CI (beside another worker) once read
+    # the slider 0.5 s later, with the address already at n = 96 and the slider still at 64. Wait for the value.
+    expect(page.get_by_role("slider", name="Sequence length n")).to_have_value("96", timeout=15_000)
     got = params_of(page.url)
     assert got.get("n") == ["96"] and got.get("tau") == ["1"] and got.get("seed") == ["4"], page.url
     expect(page.get_by_text("Loaded 3 setting(s) from the file.")).to_be_visible()
