@@ -1035,7 +1035,8 @@ def run_step(
     step_plan = Plan(**{**vars(plan), "limits_s": {**plan.limits_s, name: limit_s}})
     started = time.perf_counter()
     process = context.Process(target=step_child, args=(name, step_plan, str(out), str(state_file)), name=name)
-    process.start()
+    with harness.parents_main_hidden():
+        process.start()
     seen = 0.0
     stopped = False
     left_behind: list[Any] = []
@@ -1140,7 +1141,8 @@ def run(
     # Steps run in processes forked from a server that imported the engine once and never touched CUDA.
     multiprocessing.set_forkserver_preload(preloaded_modules(steps))
     warm = multiprocessing.get_context("forkserver").Process(target=time.sleep, args=(0,))
-    warm.start()  # the server's imports, before any step's clock starts
+    with harness.parents_main_hidden():
+        warm.start()  # the server's imports, before any step's clock starts
     warm.join()
     report["start_s"] = round(time.perf_counter() - begun, 1)
     print(f"==> started in {report['start_s']} s (the fork server's imports included)", flush=True)

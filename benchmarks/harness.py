@@ -323,7 +323,7 @@ def in_fresh_process(target: str, argument: Any, *, timeout_s: float, preload: S
     context.set_forkserver_preload(list(preload))  # takes effect when the server starts: the first call
     receiving, sending = context.Pipe(duplex=False)
     process = context.Process(target=_call_by_name, args=(target, argument, sending), daemon=True)
-    with _parents_main_hidden():
+    with parents_main_hidden():
         process.start()
     sending.close()
     try:
@@ -341,10 +341,12 @@ def in_fresh_process(target: str, argument: Any, *, timeout_s: float, preload: S
 
 
 @contextmanager
-def _parents_main_hidden() -> Iterator[None]:
-    """``multiprocessing`` makes a child run the parent's ``__main__`` again before its target. Ours are named by
-    module, so the child never needs it, and running it can fail: after Streamlit's AppTest, ``__main__`` is the app's
-    page script, which raises outside a Streamlit run (the child then ends with code 1 and no result)."""
+def parents_main_hidden() -> Iterator[None]:
+    """``multiprocessing`` makes a child run the parent's ``__main__`` again before its target. Children whose
+    targets are named by module (here and in ``benchmarks.gpu``) never need it, so they start inside this: running it
+    can fail (after Streamlit's AppTest, ``__main__`` is the app's page script, which raises outside a Streamlit run,
+    and the child ends with code 1 and no result) or repeat work (``python -m benchmarks.gpu`` imported itself
+    again in every step)."""
     main = sys.modules["__main__"]
     sys.modules["__main__"] = types.ModuleType("__main__")
     try:

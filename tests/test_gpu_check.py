@@ -26,14 +26,6 @@ BUDGET_S = 120
 DONE = ("ok", "stopped at its limit", "not run: ")
 
 
-@pytest.fixture(autouse=True)
-def plain_main_module(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The check's fork server starts each child by re-running the parent's ``__main__`` script. In a full pytest run
-    an earlier AppTest leaves a page (app.py) as ``__main__``, and the child then runs that page outside Streamlit and
-    dies; ``python -m benchmarks.gpu`` never has one. A bare ``__main__`` (no file, no spec) is what the child needs."""
-    monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))
-
-
 @pytest.fixture(scope="module")
 def dry_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path, float]:
     out = tmp_path_factory.mktemp("gpu-check")
