@@ -2,11 +2,11 @@
 replicas that share one cache folder.
 
 Each student opens ``/?room=<code>`` over Streamlit's websocket and behaves as the browser does with the room's poll
-(``ui/room_poll.py``): every ``POLL_MS`` it asks its replica ``GET /_room/<code>/version`` over one kept-alive HTTP
-connection, and reruns the page only when the revision is past the one its last page run drew (the component's
-``seen``); it still answers a fragment's ``auto_rerun`` if the server asks for one. The teacher moves the room
-(``service.rooms.move``, what the teacher's page writes at the end of its run) between two temperatures of Compare; for
-each move and student the benchmark times
+(``ui/room_poll.py``): it asks its replica ``GET /_room/<code>/version?after=<seen>`` over one kept-alive HTTP
+connection, which the replica holds until the room moves past the revision its last page run drew (the component's
+``seen``), and reruns the page only then; it still answers a fragment's ``auto_rerun`` if the server asks for one.
+The teacher moves the room (``service.rooms.move``, what the teacher's page writes at the end of its run) between two
+temperatures of Compare; for each move and student the benchmark times
 
   * follow: the move -> the student's session switches to the teacher's settings (``page_info_changed`` with them),
   * shown: the move -> that new page run finished (``script_finished``),
@@ -24,7 +24,6 @@ import argparse
 import asyncio
 import json
 import os
-import random
 import re
 import shutil
 import tempfile
@@ -86,14 +85,21 @@ async def student(s: Student, code: str, stop: asyncio.Event) -> None:
             await send_rerun(ws, fragment_id)
 
     async def version_poll(ws: Any) -> None:
-        """The component's loop: GET the revision every POLL_MS (keep-alive), a page rerun when it moved."""
+        """The component's loop: GET the revision with ``after=<seen>`` (keep-alive), which the replica holds until
+        the room moves; a page rerun when it moved; an early answer asked again no sooner than POLL_MS after."""
         host, port = urllib.parse.urlsplit(s.server).hostname, urllib.parse.urlsplit(s.server).port
         reader, writer = await asyncio.open_connection(host, port)
-        request = f"GET /_room/{code}/version HTTP/1.1\r\nHost: {host}:{port}\r\nAccept: */*\r\n\r\n".encode()
-        await asyncio.sleep(random.random() * room_poll.POLL_MS / 1000)  # browsers' timers start at any phase
+        seen = -1  # the component's own: the revision its page run drew, or the newer one it reran for
         try:
             while not stop.is_set():
-                writer.write(request)
+                if s.seen is None and seen < 0:  # the component is mounted by the first page run
+                    await asyncio.sleep(0.05)
+                    continue
+                if s.seen is not None:
+                    seen = s.seen
+                started = time.monotonic()
+                path = f"/_room/{code}/version?after={seen}"
+                writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nAccept: */*\r\n\r\n".encode())
                 await writer.drain()
                 head = await reader.readuntil(b"\r\n\r\n")
                 length = int(re.search(rb"content-length: *(\d+)", head, re.IGNORECASE)[1])  # type: ignore[index]
@@ -101,10 +107,11 @@ async def student(s: Student, code: str, stop: asyncio.Event) -> None:
                 s.version_requests += 1
                 if not head.startswith(b"HTTP/1.1 200"):
                     s.errors.append(f"version: {head.splitlines()[0].decode()} {body.decode()[:100]}")
-                elif s.seen is not None and json.loads(body)["version"] > s.seen:
+                elif (version := json.loads(body)["version"]) > seen:
+                    seen = version
                     s.seen = None  # until the rerun draws the component again
                     await send_rerun(ws)
-                await asyncio.sleep(room_poll.POLL_MS / 1000)
+                await asyncio.sleep(max(0.0, room_poll.POLL_MS / 1000 - (time.monotonic() - started)))
         except Exception as error:  # noqa: BLE001 - a lost poll is an error of the run, counted
             if not stop.is_set():
                 s.errors.append(f"version poll: {type(error).__name__}: {error}"[:200])

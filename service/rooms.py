@@ -189,8 +189,8 @@ def state(code: str | None, now: float | None = None) -> RoomState:
     return room
 
 
-# A replica answers every student's poll of a room from memory for REVISION_TTL_S: one store read per replica, room and
-# REVISION_TTL_S, whatever the number of students polling it (a move reaches them within POLL_S + REVISION_TTL_S).
+# A replica answers every student's request of a room from memory for REVISION_TTL_S: one store read per replica, room
+# and REVISION_TTL_S, whatever the number of students asking (a held request sees a move within REVISION_TTL_S).
 REVISION_TTL_S = 0.25
 _revisions: dict[str, tuple[float, int]] = {}
 _revisions_lock = threading.Lock()

@@ -27,9 +27,11 @@ def _own_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rooms, "_revisions", {})
 
 
-def get(path: str, base: str = "") -> tuple[int, dict[str, str], Any]:
-    """One GET through Starlette's router (no HTTP client needed): status, headers, JSON body."""
-    app = Starlette(routes=room_version.routes(base))
+async def call(
+    app: Starlette, path: str, query: str = "", *, leave_after_s: float | None = None
+) -> tuple[int, dict[str, str], Any]:
+    """One GET through Starlette's router (no HTTP client needed): status, headers, JSON body. ``leave_after_s``: the
+    client closes its connection after that long (as a closed tab)."""
     scope = {
         "type": "http",
         "http_version": "1.1",
@@ -37,30 +39,51 @@ def get(path: str, base: str = "") -> tuple[int, dict[str, str], Any]:
         "scheme": "http",
         "path": path,
         "raw_path": path.encode(),
-        "query_string": b"",
+        "query_string": query.encode(),
         "root_path": "",
         "headers": [(b"host", b"testserver")],
         "client": ("127.0.0.1", 1),
         "server": ("testserver", 80),
     }
     sent: list[dict[str, Any]] = []
+    started = time.monotonic()
+    body_read = False
 
     async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": b"", "more_body": False}
+        nonlocal body_read
+        if not body_read:
+            body_read = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        if leave_after_s is not None and time.monotonic() - started >= leave_after_s:
+            return {"type": "http.disconnect"}
+        await asyncio.sleep(3600)  # the connection stays open: nothing more arrives
+        return {"type": "http.disconnect"}
 
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    # In a thread of its own: a browser test run earlier in this process (same xdist worker) leaves Playwright's event
-    # loop running in the main thread, where asyncio.run refuses to start.
-    worker = threading.Thread(target=lambda: asyncio.run(app(scope, receive, send)))
-    worker.start()
-    worker.join(timeout=60)
+    await app(scope, receive, send)
     start = next(m for m in sent if m["type"] == "http.response.start")
     headers = {k.decode().lower(): v.decode() for k, v in start["headers"]}
     body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
     is_json = headers.get("content-type", "").startswith("application/json")
     return start["status"], headers, json.loads(body) if is_json else body.decode()
+
+
+def in_thread(work: Any) -> Any:
+    """Run a coroutine function in a thread of its own: a browser test run earlier in this process (same xdist worker)
+    leaves Playwright's event loop running in the main thread, where asyncio.run refuses to start."""
+    result: list[Any] = []
+    worker = threading.Thread(target=lambda: result.append(asyncio.run(work())))
+    worker.start()
+    worker.join(timeout=60)
+    assert result, "the request did not finish within 60 s"
+    return result[0]
+
+
+def get(path: str, base: str = "", query: str = "") -> tuple[int, dict[str, str], Any]:
+    app = Starlette(routes=room_version.routes(base))
+    return in_thread(lambda: call(app, path, query))  # type: ignore[no-any-return]
 
 
 def test_a_room_answers_its_revision_without_caching() -> None:
@@ -128,3 +151,135 @@ def test_under_a_base_url_path_the_route_answers_there_too() -> None:
     assert get(f"/explorer/_room/{room.code}/version", base="/explorer/")[0] == 200
     assert get(f"/_room/{room.code}/version", base="/explorer/")[0] == 200
     assert get(f"/explorer/_room/{room.code}/version")[0] == 404  # no base path: nothing there
+
+
+def test_a_request_after_an_older_revision_is_answered_at_once() -> None:
+    room = rooms.create()
+    rooms.move(room.code, room.key, page="Compare", query="tau=1")
+    started = time.monotonic()
+    status, _, body = get(f"/_room/{room.code}/version", query="after=0")
+    assert status == 200 and body["version"] > 0
+    assert time.monotonic() - started < 1.0
+
+
+def test_a_held_request_is_answered_when_the_room_moves_and_not_before(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(room_version, "HOLD_S", 30.0)
+    room = rooms.create()
+    app = Starlette(routes=room_version.routes())
+    moved_at: list[float] = []
+
+    def move_later() -> None:
+        time.sleep(1.0)
+        moved_at.append(time.monotonic())
+        rooms.move(room.code, room.key, page="Compare", query="tau=0.05")
+
+    async def work() -> tuple[Any, float]:
+        mover = threading.Thread(target=move_later)
+        mover.start()
+        answer = await call(app, f"/_room/{room.code}/version", "after=0")
+        answered = time.monotonic()
+        mover.join()
+        return answer, answered
+
+    (status, headers, body), answered = in_thread(work)
+    assert status == 200 and headers["cache-control"] == "no-store"
+    assert body == {"code": room.code, "version": rooms.state(room.code).rev} and body["version"] > 0
+    delay = answered - moved_at[0]
+    # Held until the move (not answered at once), and then answered within the watcher's read interval, not a poll's.
+    assert 0 <= delay <= rooms.REVISION_TTL_S + 0.35, delay
+    assert room_version.held() == 0
+
+
+def test_a_held_request_for_an_unmoved_room_is_answered_unchanged_after_the_hold(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(room_version, "HOLD_S", 1.5)
+    room = rooms.create()
+    started = time.monotonic()
+    status, _, body = get(f"/_room/{room.code}/version", query="after=0")
+    took = time.monotonic() - started
+    assert status == 200 and body == {"code": room.code, "version": 0}
+    assert 1.5 <= took < 3.0, took
+
+
+def test_many_held_requests_share_one_store_read_per_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(room_version, "HOLD_S", 1.5)
+    room = rooms.create()
+    reads: list[float] = []
+    real_state = rooms.state
+    monkeypatch.setattr(rooms, "state", lambda code: reads.append(time.monotonic()) or real_state(code))
+    app = Starlette(routes=room_version.routes())
+
+    async def work() -> list[Any]:
+        return await asyncio.gather(*(call(app, f"/_room/{room.code}/version", "after=0") for _ in range(40)))
+
+    started = time.monotonic()
+    answers = in_thread(work)
+    took = time.monotonic() - started
+    assert [a[0] for a in answers] == [200] * 40
+    # 40 students held for 1.5 s: about one read per REVISION_TTL_S for all of them, not one per student.
+    assert len(reads) <= took / rooms.REVISION_TTL_S + 3, (len(reads), took)
+    assert room_version.held() == 0
+
+
+def test_a_closed_tab_ends_its_held_request_within_the_check_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(room_version, "HOLD_S", 60.0)
+    room = rooms.create()
+    app = Starlette(routes=room_version.routes())
+    started = time.monotonic()
+    status, _, _ = in_thread(lambda: call(app, f"/_room/{room.code}/version", "after=0", leave_after_s=0.3))
+    took = time.monotonic() - started
+    assert status == 204
+    # The first check may only read the request's (empty) body, as a server's first message is: two checks at most.
+    assert took <= 0.3 + 2 * room_version.DISCONNECT_CHECK_S + 0.5, took
+    assert took - 0.3 < 2.0  # a closed tab's work stops within 2 s
+    assert room_version.held() == 0
+
+
+def test_a_room_that_expires_while_held_answers_404(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(room_version, "HOLD_S", 30.0)
+    room = rooms.create()
+    real_revision = rooms.revision
+    gone_at = time.monotonic() + 0.8
+
+    def revision(code: str | None) -> int:
+        if time.monotonic() >= gone_at:
+            raise rooms.RoomError(
+                f"Room `{room.code}` has expired (rooms last 4 hours); ask the teacher for a new one."
+            )
+        return real_revision(code)
+
+    monkeypatch.setattr(rooms, "revision", revision)
+    status, _, body = get(f"/_room/{room.code}/version", query="after=0")
+    assert status == 404 and "has expired" in body["error"]
+    assert time.monotonic() < gone_at + 2.0
+
+
+def test_past_the_held_limit_a_replica_answers_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(room_version, "MAX_HELD", 0)
+    room = rooms.create()
+    started = time.monotonic()
+    status, _, body = get(f"/_room/{room.code}/version", query="after=0")
+    assert status == 200 and body["version"] == 0
+    assert time.monotonic() - started < 1.0
+
+
+# Negative, not a number, a float, empty, an Arabic-Indic digit, repeated, and past any revision.
+BAD_AFTER = [
+    "after=-1",
+    "after=abc",
+    "after=1e3",
+    "after=1.5",
+    "after=",
+    "after=%D9%A1",
+    "after=1&after=2",
+    "after=" + "9" * 40,
+]
+
+
+@pytest.mark.parametrize("query", BAD_AFTER)
+def test_a_bad_after_is_refused_with_a_message_naming_it(query: str) -> None:
+    room = rooms.create()
+    status, headers, body = get(f"/_room/{room.code}/version", query=query)
+    assert status == 400 and headers["cache-control"] == "no-store"
+    assert body["error"].startswith("`after` must be one whole number from 0 to")

@@ -1,6 +1,9 @@
-"""A student's page asks its server for the room's revision every second (``GET _room/<code>/version``, served by
-``deploy/room_version.py``) and reruns only when it changed: an idle room costs the server one tiny HTTP answer per
-student and second, not a Streamlit rerun. It also keeps the student's id in a cookie, so a reload is the same student.
+"""A student's page asks its server for the room's revision (``GET _room/<code>/version?after=<seen>``, served by
+``deploy/room_version.py``), which holds the request until the room moves (or for up to 20 s), and reruns only when
+it changed: a move reaches the student within a quarter second of the server seeing it, and an idle room costs one
+answer per student and 20 s, not a Streamlit rerun. A request answered early (a replica holding too many) is asked
+again no sooner than POLL_MS after it started, so a student asks at most once a second. It also keeps the student's
+id in a cookie, so a reload is the same student.
 
 A small ``st.components.v2`` component, as ``ui/plotly_chart.py``: no build, no iframe (it runs in the page itself, so
 the relative URL keeps a proxy's path prefix). It fires its ``changed`` trigger (a rerun of the page) only when the
@@ -30,33 +33,38 @@ export default function ({ data, parentElement, setTriggerValue }) {
     const kept = `${data.cookie}=${encodeURIComponent(data.student)}`;
     document.cookie = `${kept}; path=/; max-age=${data.max_age}; SameSite=Lax`;
   }
-  const poll = parentElement.__aeRoomPoll || (parentElement.__aeRoomPoll = { busy: false, gone: false });
+  const poll = parentElement.__aeRoomPoll || (parentElement.__aeRoomPoll = { gone: false, abort: null });
   poll.seen = data.seen;  // the revision this page run drew
   poll.url = `_room/${encodeURIComponent(data.code)}/version`;  // relative: a proxy's path prefix stays
-  if (!poll.timer) {
-    poll.timer = setInterval(async () => {
-      if (poll.busy) return;  // one request at a time (a hidden tab's timer is slowed by the browser itself)
-      poll.busy = true;
-      try {
-        const response = await fetch(poll.url, { cache: "no-store", credentials: "same-origin" });
-        if (response.ok) {
-          const body = await response.json();
-          if (typeof body.version === "number" && body.version > poll.seen) {
-            poll.seen = body.version;
-            setTriggerValue("changed", body.version);
+  if (!poll.abort || poll.abort.signal.aborted) {
+    const controller = (poll.abort = new AbortController());  // this loop's: an unmount ends it, a mount starts one
+    const ask = async () => {  // one request at a time, held by the server until the room moves
+      while (!controller.signal.aborted) {
+        const started = Date.now();
+        try {
+          const url = `${poll.url}?after=${poll.seen}`;
+          const options = { cache: "no-store", credentials: "same-origin", signal: controller.signal };
+          const response = await fetch(url, options);
+          if (response.status === 200) {
+            const body = await response.json();
+            if (typeof body.version === "number" && body.version > poll.seen) {
+              poll.seen = body.version;
+              setTriggerValue("changed", body.version);
+            }
+          } else if (response.status === 404 && !poll.gone) {
+            poll.gone = true;  // the page run says why (a wrong or expired room)
+            setTriggerValue("changed", -1);
           }
-        } else if (response.status === 404 && !poll.gone) {
-          poll.gone = true;  // the page run says why (a wrong or expired room)
-          setTriggerValue("changed", -1);
+        } catch (error) {
+          // offline for a moment, or unmounted (aborted): the loop asks again or ends
         }
-      } catch (error) {
-        // offline for a moment: the next tick asks again
-      } finally {
-        poll.busy = false;
+        const wait = data.interval_ms - (Date.now() - started);  // an early answer: ask again no sooner than this
+        if (!controller.signal.aborted && wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
       }
-    }, data.interval_ms);
+    };
+    ask();
   }
-  return () => { clearInterval(poll.timer); poll.timer = null; };
+  return () => poll.abort.abort();
 }
 """
 

@@ -10,6 +10,7 @@ import re
 import time
 import urllib.parse
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
@@ -54,15 +55,32 @@ def test_a_teacher_and_two_students_on_two_replicas(
         code, key = found["room"][0], found["key"][0]
         expect(teacher.get_by_text(f"Room {code}")).to_be_visible()
 
+        # The page follows by asking the room's revision (ui/room_poll.py), held by the server until the room moves,
+        # not by rerunning a fragment: each student's requests and their answers, as (sent, answered, response).
+        version_url = re.compile(rf"/_room/{code}/version\?after=\d+$")
+        sent: dict[int, list[float]] = {id(laptop): [], id(phone): []}
+        answered: dict[int, list[tuple[float, Any]]] = {id(laptop): [], id(phone): []}
         for student in (laptop, phone):
+            times, answers = sent[id(student)], answered[id(student)]
+            student.on(
+                "request", lambda r, times=times: times.append(time.monotonic()) if version_url.search(r.url) else 0
+            )
+            student.on(  # a response event comes when the server answers: for a held request, when the room moved
+                "response",
+                lambda r, answers=answers: answers.append((time.monotonic(), r)) if version_url.search(r.url) else 0,
+            )
             student.goto(f"{second.url}/?room={code}")
             wait_for_app(student)
-            expect(student.get_by_text("following the teacher")).to_be_visible()
-            # The page follows by asking the room's revision (ui/room_poll.py), not by rerunning a fragment.
             expect(student.locator("[data-testid='aeRoomPoll']")).to_have_count(1)
-            with student.expect_response(re.compile(rf"/_room/{code}/version$"), timeout=5_000) as polled:
-                pass
-            assert polled.value.status == 200 and polled.value.headers["cache-control"] == "no-store"
+            expect(student.get_by_text("following the teacher")).to_be_visible()
+            student.wait_for_timeout(500)
+            assert sent[id(student)], "the page did not ask for the room's revision"
+        # Held, not polled: while the room does not move, no answer comes back (a poll would answer every second).
+        quiet = time.monotonic()
+        laptop.wait_for_timeout(2_500)
+        for student in (laptop, phone):
+            early = [at for at, _ in answered[id(student)] if at > quiet]
+            assert not early, f"{len(early)} answers in 2.5 s of an unmoved room"
 
         # The teacher moves to another page (Compare, a lesson step with a question): both students follow.
         teacher.goto(_step_url(first.url, "temperature", 1, room=code, key=key))
@@ -70,6 +88,10 @@ def test_a_teacher_and_two_students_on_two_replicas(
         moved = time.monotonic()
         delays = [_follows(s, r"/Compare\?.*tau=0\.05", moved) for s in (laptop, phone)]
         assert max(delays) <= FOLLOW_S, delays
+        for student in (laptop, phone):
+            answers = [r for at, r in answered[id(student)] if at > quiet]
+            assert answers, "the held request was not answered when the room moved"
+            assert all(r.status == 200 and r.headers["cache-control"] == "no-store" for r in answers)
         for student in (laptop, phone):
             wait_for_app(student)
             assert "key=" not in student.url
