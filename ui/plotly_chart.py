@@ -48,6 +48,20 @@ export default function ({{ data, parentElement }}) {{
       plot.aeResize = new ResizeObserver(() => {{ if (plot.data) Plotly.Plots.resize(plot); }});
       plot.aeResize.observe(plot);
     }}
+    // Chromium reports no size at all to a ResizeObserver for some charts (a Kernels chart, not even the first one):
+    // one observer of the page's main column lays out again every shown chart that is not as wide as its box.
+    if (!window.__aeFitCharts) {{
+      window.__aeFitCharts = () => {{
+        for (const shown of document.querySelectorAll(".ae-plotly-chart.js-plotly-plot")) {{
+          const width = shown._fullLayout && shown._fullLayout.width;
+          if (shown.data && shown.offsetParent !== null && width && Math.abs(width - shown.clientWidth) > 1) {{
+            Plotly.Plots.resize(shown).catch(() => {{}});
+          }}
+        }}
+      }};
+      const column = document.querySelector("[data-testid='stMain']") || document.documentElement;
+      new ResizeObserver(() => window.__aeFitCharts()).observe(column);
+    }}
   }}).catch((error) => {{ plot.textContent = `This chart could not be drawn: ${{error.message}}.`; }});
 }}
 """
