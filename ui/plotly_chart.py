@@ -45,7 +45,13 @@ export default function ({{ data, parentElement }}) {{
     // Plotly.react applies only what changed; frames (the temperature scrubber) come with the figure.
     Plotly.react(plot, {{ data: figure.data, layout, frames: figure.frames || [], config: data.config }});
     if (!plot.aeResize) {{  // the window, and the sidebar opening or closing, change the container's width
-      plot.aeResize = new ResizeObserver(() => {{ if (plot.data) Plotly.Plots.resize(plot); }});
+      // Only a shown chart whose width changed: the observer's first report comes right after the chart was drawn at
+      // its width, and a resize is a second full layout of it (a fifth of the browser's work for a page's first draw).
+      plot.aeResize = new ResizeObserver(() => {{
+        const width = plot._fullLayout && plot._fullLayout.width;
+        const fits = width && Math.abs(width - plot.clientWidth) <= 1;
+        if (plot.data && plot.offsetParent !== null && !fits) Plotly.Plots.resize(plot).catch(() => {{}});
+      }});
       plot.aeResize.observe(plot);
     }}
     // Chromium reports no size at all to a ResizeObserver for some charts (a Kernels chart, not even the first one):
