@@ -27,6 +27,14 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "--quick --out /tmp/bench",
     ),
     Benchmark(
+        "benchmarks.visit_cpu",
+        "where a page visit's CPU goes: Chromium's processes (renderer, GPU process, other) against the server's, "
+        "each page's default link in fresh contexts, results cached; with --baseline, that commit in the same run",
+        "python -m benchmarks.visit_cpu --baseline <ref>",
+        "visit_cpu.{md,json}",
+        "--quick --out /tmp/bench",
+    ),
+    Benchmark(
         "benchmarks.load",
         "a class on one server: 40 sessions on one link, 20 distinct, a light page beside a heavy one, memory",
         "python -m benchmarks.load --baseline <ref>   (issue 41's: --baseline 433948f --name load_service; the shared"

@@ -562,3 +562,24 @@ def test_the_refresh_listing_adds_up_the_last_time_of_every_table() -> None:
     assert set(log) == set(refresh.BY_NAME)  # every table has a last time
     total = sum(entry["seconds"] for entry in log.values())
     assert refresh.listing().endswith(f"add up to {total:.0f} s ({total / 60:.1f} min) for all {len(log)} tables")
+
+
+def test_the_visit_cpu_table_shows_each_tree_and_the_browsers_share() -> None:
+    from benchmarks import visit_cpu
+
+    def measured(chromium: float, server: float) -> dict[str, float]:
+        parts = {"renderer": chromium * 0.7, "gpu-process": chromium * 0.2, "other": chromium * 0.1}
+        return {"wall_s": 1.5, **parts, "chromium": chromium, "server": server}
+
+    result = {
+        "trees": {"abc1234": "commit abc1234", "this tree": "the working tree"},
+        "contexts": 3,
+        "pages": {"Compare": {"abc1234": measured(12.0, 3.0), "this tree": measured(9.0, 3.0)}},
+        "totals": {"abc1234": {"chromium": 12.0, "server": 3.0}, "this tree": {"chromium": 9.0, "server": 3.0}},
+        "commit": "def5678",
+        "machine": "2 CPU cores",
+    }
+    table = visit_cpu.markdown(result, "python -m benchmarks.visit_cpu --baseline abc1234")
+    assert "| Compare | abc1234 | 1.50 | 12.00 (8.40 / 2.40 / 1.20) | 3.00 | 4.0× |" in table
+    assert "| Compare | this tree | 1.50 | 9.00 (6.30 / 1.80 / 0.90) | 3.00 | 3.0× |" in table
+    assert "- Chromium's CPU, this tree against abc1234: 0.75×." in table
