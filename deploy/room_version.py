@@ -12,7 +12,8 @@ Held requests (long polling) let a student follow a move within about ``service.
 of within a polling interval, and an idle room costs one answer per student and HOLD_S instead of one a second. While
 any request of a room is held, one watcher per replica and room reads the revision (one store read per
 REVISION_TTL_S, whatever the number of students) and wakes them all. Past MAX_HELD held requests a replica answers at
-once, and the browser falls back to asking once a second. A closed tab's request ends within two DISCONNECT_CHECK_S.
+once, and the browser falls back to asking once a second. A closed tab's request ends within two DISCONNECT_CHECK_S,
+and every held request within one once the server is asked to stop (uvicorn waits for open requests before it exits).
 
 The code must be exactly a stored code (``service.rooms.ALPHABET``, ``CODE_LENGTH``) before anything reads the store;
 it is never used as a path. Served by ``deploy/serve.py`` beside the app (``st.App(routes=...)``), on the same port.
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -66,6 +68,13 @@ class _Watch:
 
 _watches: dict[tuple[int, str], _Watch] = {}
 _held = 0
+
+
+def server_exiting() -> bool:
+    """True once the server has been asked to stop: uvicorn's SIGTERM handler (a bound method of its ``Server``) has
+    set ``should_exit``. uvicorn then waits for every open request before it exits, so a held request must end."""
+    handler = signal.getsignal(signal.SIGTERM)
+    return bool(getattr(getattr(handler, "__self__", None), "should_exit", False))
 
 
 def _error(message: str, status: int) -> JSONResponse:
@@ -128,7 +137,7 @@ async def _hold(request: Request, code: str, after: int, rev: int) -> Response:
             if watch.rev > after:
                 return _answer(code, watch.rev)
             left = deadline - loop.time()
-            if left <= 0:
+            if left <= 0 or server_exiting():  # held long enough, or the server is stopping: the browser asks again
                 return _answer(code, max(watch.rev, rev))
             changed = watch.changed
             with contextlib.suppress(TimeoutError):

@@ -193,23 +193,32 @@ def state(code: str | None, now: float | None = None) -> RoomState:
 # and REVISION_TTL_S, whatever the number of students asking (a held request sees a move within REVISION_TTL_S).
 REVISION_TTL_S = 0.25
 _revisions: dict[str, tuple[float, int]] = {}
+_revision_reads: dict[str, threading.Lock] = {}  # per room: one store read at a time
 _revisions_lock = threading.Lock()
 
 
 def revision(code: str | None) -> int:
-    """The room's ``rev`` (what a student's browser polls; one store read per replica and REVISION_TTL_S); RoomError
-    for a code that cannot be one, a wrong or an expired room."""
+    """The room's ``rev`` (what a student's browser asks for; one store read per replica and REVISION_TTL_S, also when
+    a class's requests arrive together: the first reads, the others wait for its answer); RoomError for a code that
+    cannot be one, a wrong or an expired room."""
     code = normal_code(code)
-    now = time.monotonic()
     with _revisions_lock:
         found = _revisions.get(code)
-        if found is not None and now - found[0] < REVISION_TTL_S:
+        if found is not None and time.monotonic() - found[0] < REVISION_TTL_S:
             return found[1]
-    rev = state(code).rev
-    with _revisions_lock:
         if len(_revisions) > 1000:
             _revisions.clear()
-        _revisions[code] = (now, rev)
+            _revision_reads.clear()
+        reading = _revision_reads.setdefault(code, threading.Lock())
+    with reading:
+        with _revisions_lock:
+            found = _revisions.get(code)
+            if found is not None and time.monotonic() - found[0] < REVISION_TTL_S:
+                return found[1]  # read by the request this one waited for
+        now = time.monotonic()
+        rev = state(code).rev
+        with _revisions_lock:
+            _revisions[code] = (now, rev)
     return rev
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import threading
 import time
 from pathlib import Path
@@ -283,3 +284,64 @@ def test_a_bad_after_is_refused_with_a_message_naming_it(query: str) -> None:
     status, headers, body = get(f"/_room/{room.code}/version", query=query)
     assert status == 400 and headers["cache-control"] == "no-store"
     assert body["error"].startswith("`after` must be one whole number from 0 to")
+
+
+class _Uvicorn:
+    """Stands for uvicorn's Server: its SIGTERM handler is a bound method, and a signal sets ``should_exit``."""
+
+    should_exit = False
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        self.should_exit = True
+
+
+def test_a_stopping_server_answers_its_held_requests(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(room_version, "HOLD_S", 60.0)
+    server = _Uvicorn()
+    previous = signal.signal(signal.SIGTERM, server.handle_exit)
+    try:
+        room = rooms.create()
+        threading.Timer(0.5, server.handle_exit, args=(signal.SIGTERM, None)).start()
+        started = time.monotonic()
+        status, _, body = get(f"/_room/{room.code}/version", query="after=0")
+        took = time.monotonic() - started
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert status == 200 and body == {"code": room.code, "version": 0}  # the browser asks again, elsewhere
+    assert took < 0.5 + room_version.DISCONNECT_CHECK_S + 0.5, took
+    assert room_version.held() == 0
+
+
+def test_a_real_server_with_a_held_request_stops_promptly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """uvicorn waits for every open request before it exits: a held one must not keep the server up for HOLD_S (a
+    deploy, a scale-down), nor until the SIGKILL that follows a stop's 15 s."""
+    import http.client
+    import os
+
+    from deploy.processes import app_server
+
+    root = Path(__file__).resolve().parent.parent
+    cache = str(tmp_path / "cache")
+    monkeypatch.setenv("ATTN_EXPLORER_CACHE_DIR", cache)  # the room is made here, in the server's store
+    env = {**os.environ, "ATTN_EXPLORER_CACHE_DIR": cache, "ATTN_EXPLORER_WARMUP": "0", "ATTN_EXPLORER_PREFETCH": "0"}
+    env.pop("ATTN_EXPLORER_CACHE_URL", None)
+    room = rooms.create()
+    answers: list[tuple[int, float]] = []
+    with app_server(root, env=env) as server:
+        host, port = server.url.removeprefix("http://").split(":")
+
+        def ask() -> None:
+            connection = http.client.HTTPConnection(host, int(port), timeout=60)
+            connection.request("GET", f"/_room/{room.code}/version?after=0")
+            answers.append((connection.getresponse().status, time.monotonic()))
+
+        asker = threading.Thread(target=ask)
+        asker.start()
+        time.sleep(2.0)  # the request is held
+        assert not answers, "an unmoved room's request was answered at once"
+        stopping = time.monotonic()
+    stopped = time.monotonic() - stopping
+    asker.join(timeout=10)
+    assert answers and answers[0][0] == 200
+    assert answers[0][1] - stopping < 2.0, answers[0][1] - stopping
+    assert stopped < 8.0, f"the server took {stopped:.1f} s to stop with a held request"

@@ -46,7 +46,7 @@ export default function ({{ data, parentElement }}) {{
     Plotly.react(plot, {{ data: figure.data, layout, frames: figure.frames || [], config: data.config }});
     if (!plot.aeResize) {{  // the window, and the sidebar opening or closing, change the container's width
       // Only a shown chart whose width changed: the observer's first report comes right after the chart was drawn at
-      // its width, and a resize is a second full layout of it (a fifth of the browser's work for a page's first draw).
+      // its width, and a hidden chart cannot be laid out.
       plot.aeResize = new ResizeObserver(() => {{
         const width = plot._fullLayout && plot._fullLayout.width;
         const fits = width && Math.abs(width - plot.clientWidth) <= 1;
@@ -66,7 +66,13 @@ export default function ({{ data, parentElement }}) {{
         }}
       }};
       const column = document.querySelector("[data-testid='stMain']") || document.documentElement;
-      new ResizeObserver(() => window.__aeFitCharts()).observe(column);
+      let columnWidth = -1;  // the column grows taller with every element a run adds: only its width matters here
+      new ResizeObserver((entries) => {{
+        const width = entries[entries.length - 1].contentRect.width;
+        if (Math.abs(width - columnWidth) < 1) return;
+        columnWidth = width;
+        window.__aeFitCharts();
+      }}).observe(column);
     }}
   }}).catch((error) => {{ plot.textContent = `This chart could not be drawn: ${{error.message}}.`; }});
 }}
