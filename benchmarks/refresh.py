@@ -158,6 +158,20 @@ TABLES: tuple[Table, ...] = (
         "the linked pages' defaults",
         "",
     ),
+    Table(
+        "rooms",
+        ("-m", "benchmarks.rooms"),
+        ("rooms.json", "rooms.md"),
+        "Compare at tau 0.05 and 1 (the teacher's moves)",
+        "",
+    ),
+    Table(
+        "visit_cpu",
+        ("-m", "benchmarks.visit_cpu"),
+        ("visit_cpu.json", "visit_cpu.md"),
+        "each page's default",
+        "every page",
+    ),
 )
 BY_NAME = {table.name: table for table in TABLES}
 
