@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 import pytest
 
 import core
@@ -223,3 +224,80 @@ def test_full_export_check_refuses_what_the_server_limits_refuse(monkeypatch: py
     monkeypatch.setenv("ATTN_EXPLORER_MEMORY_LIMIT", str(200 * 2**20))
     with pytest.raises(core.ParameterError, match="largest n that fits"):
         compare.full_export_check("performer", 4096, 64, {}, with_exact=True)
+
+
+def test_every_map_of_a_grid_has_the_same_width_and_no_taller_box_than_it_is_drawn_wide() -> None:
+    """The presenter row drew exact 1.5x as wide as each method (the first column kept no room for its labels, the
+    others did) and left white bands above and below maps narrower than their 230 px box."""
+    from ui.figures import GRID_WIDTH_PX, GridCell, heatmap_grid
+
+    z = np.eye(16)
+    for one_bar in (False, True):
+        fig = heatmap_grid([[GridCell(t, z, zmax=0.0) for t in "abcde"]], columns=5, map_px=230, one_colour_bar=one_bar)
+        widths = [fig.layout[f"xaxis{k}"].domain[1] - fig.layout[f"xaxis{k}"].domain[0] for k in ("", 2, 3, 4, 5)]
+        assert max(widths) - min(widths) < 1e-9, widths
+        map_px = (fig.layout.yaxis.domain[1] - fig.layout.yaxis.domain[0]) * (fig.layout.height - 10)
+        assert map_px == pytest.approx(min(230, int(widths[0] * GRID_WIDTH_PX)), abs=1), (one_bar, map_px)
+
+
+def test_a_row_on_one_colour_range_shares_one_colour_bar_and_its_maps_are_wider() -> None:
+    from ui.figures import GridCell, heatmap_grid
+
+    z = np.random.default_rng(0).random((16, 16))
+    shared = heatmap_grid([[GridCell(t, z, zmax=0.0, log=True) for t in "abcde"]], columns=5, one_colour_bar=True)
+    own = heatmap_grid([[GridCell(t, z, zmax=0.0, log=True) for t in "abcde"]], columns=5)
+    assert [bool(t.showscale) for t in shared.data] == [False, False, False, False, True]
+    assert all(t.showscale for t in own.data)
+    last_map = shared.layout.xaxis5.domain[1]
+    assert last_map < shared.data[-1].colorbar.x < 1  # right of the last map
+    width = lambda f: f.layout.xaxis2.domain[1] - f.layout.xaxis2.domain[0]  # noqa: E731
+    assert width(shared) > 1.5 * width(own)
+    # one column labels the query positions; the others have the same ones
+    assert shared.layout.yaxis.showticklabels is None
+    assert [shared.layout[f"yaxis{k}"].showticklabels for k in (2, 3, 4, 5)] == [False] * 4
+
+
+def test_the_presenter_row_shares_a_bar_only_on_one_colour_range_and_its_caption_says_what_the_numbers_are() -> None:
+    maps = {"Exact softmax": np.eye(8), "Performer (FAVOR+)": np.eye(8)}
+    titles = {"Performer (FAVOR+)": figs.row_title("Performer (FAVOR+)", 0.815)}
+    assert sum(bool(t.showscale) for t in figs.maps_row(maps, titles, 1, True, -1.0).data) == 1
+    assert all(t.showscale for t in figs.maps_row(maps, titles, 1, True, None).data)
+    said = figs.maps_row_caption(0, 4, 512, shared_colour=True, show_errors=True)
+    assert "relative error" in said and "one colour range" in said and "4 × 4 block of the 512 × 512" in said
+    hidden = figs.maps_row_caption(0, 1, 64, shared_colour=False, show_errors=False)
+    assert "error" not in hidden and "block" not in hidden and "own colours" in hidden
+
+
+def test_the_presenter_copy_keeps_no_empty_title_band_over_a_figure_without_a_title() -> None:
+    from ui.figures import PRESENTER_FONT, GridCell, heatmap, heatmap_grid, presenter_figure
+
+    grid = heatmap_grid([[GridCell("a", np.eye(8))]], columns=1)
+    assert presenter_figure(grid).layout.margin.t == grid.layout.margin.t
+    titled = heatmap(np.eye(8), "Exact")
+    assert presenter_figure(titled).layout.margin.t > titled.layout.margin.t
+    # a legend over subplots titled by annotations (Inside a model): room for the legend and the titles, none for a
+    # figure title that is not there
+    from plotly.subplots import make_subplots
+
+    untitled = make_subplots(rows=1, cols=2, subplot_titles=("left", "right"))
+    untitled.add_scatter(x=[1, 2], y=[1, 2], name="Performer (FAVOR+)", row=1, col=1)
+    titled_too = go.Figure(untitled).update_layout(title="A title")
+    gap = presenter_figure(titled_too).layout.margin.t - presenter_figure(untitled).layout.margin.t
+    assert gap == round(PRESENTER_FONT * 3.2)
+
+
+def test_presenter_view_moves_a_short_legend_above_the_chart_and_leaves_a_long_one_below() -> None:
+    """Scaling's and Error vs cost's legends (ten and nine long entries) moved above their charts filled a 1280 x 720
+    projector's first screen: the plots started below it."""
+    from ui.figures import PRESENTER_FONT, PRESENTER_LEGEND_ROWS, presenter_figure
+
+    def chart(names: list[str]) -> go.Figure:
+        fig = go.Figure([go.Scatter(x=[1, 2], y=[1, 2], name=name) for name in names])
+        return fig.update_layout(title="A chart", legend={"orientation": "h", "y": -0.2, "yanchor": "top"})
+
+    short = presenter_figure(chart(["LSH sparse (Reformer/SMYRF)", "Performer (FAVOR+)", "Scatterbrain"]))
+    assert short.layout.legend.y == 1.0 and short.layout.legend.yanchor == "bottom"
+    long_names = [f"Method {k} (family): FLOPs at GEMM rate, measured" for k in range(2 * PRESENTER_LEGEND_ROWS + 2)]
+    long = presenter_figure(chart(long_names))
+    assert long.layout.legend.y == -0.2 and long.layout.legend.yanchor == "top"
+    assert long.layout.margin.t == round(PRESENTER_FONT * 3.2)  # the title's room, no legend's

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from core.vcc_study import CostCurve, StorageEntry, SweepPoint
 from core.vcc_tree import TreeNode
@@ -59,6 +60,28 @@ def test_tree_figure_draws_levels_leaves_and_vip_stars() -> None:
     assert fig.layout.yaxis.autorange == "reversed"
     assert list(fig.layout.yaxis.ticktext) == ["root", "s = 3", "s = 1"]
     assert fig.layout.xaxis2.title.text == "position"
+
+
+def test_the_tree_caption_names_the_colours_the_figure_draws() -> None:
+    """The caption said "refined nodes have an orange ring" and "dark = single token, bright = long block" while the
+    ring was dark grey and plotly.py's "Greys" drew single tokens white and long blocks black."""
+    nodes = [node(0, 0, 2, 7, "split", -1), node(1, 1, 2, 4, "leaf", 0, row=0), node(2, 1, 5, 7, "split", 0)]
+    resolution = np.array([1, 1, 3, 3, 3, 1, 1, 1])
+    fig = vcc.tree_figure(nodes, resolution, [0, 1])
+    caption = vcc.tree_caption(resolution)
+    ring = hex_rgb(vcc.SPLIT_RING)
+    assert "dark grey ring" in caption and max(ring) < 100 and max(ring) - min(ring) < 30  # grey, and dark
+    assert traces_by_name(fig)["refined (split)"].marker.line.color == vcc.SPLIT_RING
+    strip = next(t for t in fig.data if t.type == "heatmap")
+    scale = {float(stop): hex_rgb(colour) for stop, colour in strip.colorscale}
+    # a single token (z = log2 1 = zmin) black, the longest block (z = zmax = log2 3) a light grey
+    assert strip.zmin == 0 and strip.zmax == pytest.approx(np.log2(3))
+    assert scale[0.0] == (0, 0, 0) and "black for a single token" in caption
+    assert min(scale[1.0]) > 180 and "light grey for the longest block (s = 3)" in caption
+
+
+def hex_rgb(colour: str) -> tuple[int, ...]:
+    return tuple(int(colour.lstrip("#")[i : i + 2], 16) for i in (0, 2, 4))
 
 
 def sweep_points() -> list[SweepPoint]:

@@ -230,21 +230,47 @@ GRID_TITLE_PX = 30
 GRID_AXES_PX = 44
 GRID_TOKENS_PX = 56  # more room below a row whose maps carry rotated token labels
 GRID_COLORBAR = 0.26  # share of a column's width kept for the map's colour bar and its tick labels
-GRID_TICKS = 0.045  # share of the figure's width left of a map past the first column, for its y tick labels
+GRID_TICKS = 0.045  # share of the figure's width left of every map, for its y tick labels
+GRID_ONE_BAR = 0.07  # share of the figure's width right of the last column for a colour bar the maps share
+GRID_GAP = 0.012  # share of the figure's width between two maps that share their y labels
+GRID_WIDTH_PX = 1000  # about the main area's width: a map is as tall as it is drawn wide there, not taller
 
 
-def heatmap_grid(rows: Sequence[Sequence[GridCell | None]], *, columns: int, map_px: int | None = None) -> go.Figure:
+def heatmap_grid(
+    rows: Sequence[Sequence[GridCell | None]],
+    *,
+    columns: int,
+    map_px: int | None = None,
+    one_colour_bar: bool = False,
+) -> go.Figure:
     """Several square heatmaps in one figure: ``rows`` of cells (None leaves a cell empty), ``columns`` wide.
 
     Each map keeps its own colour bar, range and hover text, as ``heatmap`` draws it. One chart instead of one
     per map: the browser's fixed cost per chart (layout, theme pass, resize observers) is paid once per rerun.
-    map_px: a map's height (default: about the width a column gets in a ~1000 px wide main area).
+    map_px: a map's largest height (default: about the width a column gets in a ~1000 px wide main area); never
+    more than the map's width at ``GRID_WIDTH_PX``, so no band of white is left above and below a narrow map.
+    one_colour_bar: the maps share one colour range (same kind, log and zmax) and one colour bar right of the
+    last column; only the first column labels the query positions, so the maps are wider.
+    Every map has the same width, the first column's included.
     """
-    map_px = map_px or (260 if columns <= 3 else 200)
+    if one_colour_bar:
+        width = (1.0 - GRID_TICKS - GRID_ONE_BAR) / columns
+        boxes = [
+            (GRID_TICKS + column * width + GRID_GAP / 2, GRID_TICKS + (column + 1) * width - GRID_GAP / 2)
+            for column in range(columns)
+        ]
+    else:
+        width = 1.0 / columns
+        boxes = [
+            (column * width + GRID_TICKS + 0.01, column * width + width * (1 - GRID_COLORBAR))
+            for column in range(columns)
+        ]
+    drawn_px = int(min(x1 - x0 for x0, x1 in boxes) * GRID_WIDTH_PX)
+    map_px = max(60, min(map_px or (260 if columns <= 3 else 200), drawn_px))
     below = [GRID_AXES_PX + (GRID_TOKENS_PX if any(c is not None and c.labels for c in cells) else 0) for cells in rows]
     tops = [sum(map_px + GRID_TITLE_PX + px for px in below[:row]) for row in range(len(rows))]
     plot_px = max(1, sum(map_px + GRID_TITLE_PX + px for px in below))
-    width = 1.0 / columns
+    bottom_of_last_row = 1 - (tops[-1] + GRID_TITLE_PX + map_px) / plot_px if rows else 0.0
     traces: list[dict[str, Any]] = []
     annotations: list[dict[str, Any]] = []
     layout: dict[str, Any] = {
@@ -261,8 +287,9 @@ def heatmap_grid(rows: Sequence[Sequence[GridCell | None]], *, columns: int, map
                 continue
             k = len(traces) + 1
             x_name, y_name = ("x", "y") if k == 1 else (f"x{k}", f"y{k}")
-            x0, x1 = column * width, column * width + width * (1 - GRID_COLORBAR)
-            x0 += GRID_TICKS if column and not cell.labels else 0.0  # room for this map's own position labels
+            x0, x1 = boxes[column]
+            if cell.labels and not one_colour_bar:
+                x0 -= GRID_TICKS  # tokens read off the first column only (below): no room kept for labels here
             trace = heatmap_trace(
                 cell.z,
                 kind=cell.kind,
@@ -271,18 +298,29 @@ def heatmap_grid(rows: Sequence[Sequence[GridCell | None]], *, columns: int, map
                 factor=cell.factor,
                 hover_label=cell.hover_label,
                 name=cell.name,
+                colorbar=not one_colour_bar or (row == 0 and column == len(cells[:columns]) - 1),
             )
+            if one_colour_bar:  # right of the last column, from the first row's maps to the last row's
+                bar_x, bar_top, bar_bottom = boxes[-1][1] + 0.01, 1 - GRID_TITLE_PX / plot_px, bottom_of_last_row
+            else:
+                bar_x, bar_top, bar_bottom = x1 + 0.005, y_top, y_bottom
             trace["colorbar"].update(
-                x=x1 + 0.005, xanchor="left", y=(y_top + y_bottom) / 2, yanchor="middle", len=(y_top - y_bottom) * 0.95
+                x=bar_x,
+                xanchor="left",
+                y=(bar_top + bar_bottom) / 2,
+                yanchor="middle",
+                len=(bar_top - bar_bottom) * 0.95,
             )
             traces.append({**trace, "xaxis": x_name, "yaxis": y_name})
             xaxis, yaxis = heatmap_axes("key j" if cell.x_title else None, None)  # "query i": in the hover text
             # Map against its colour bar and under its title at any width (an export wider than the page
             # would otherwise centre it far from both).
-            xaxis.update(domain=[x0 + 0.01, x1], anchor=y_name, constraintoward="right")
+            xaxis.update(domain=[x0, x1], anchor=y_name, constraintoward="right")
             yaxis.update(domain=[y_bottom, y_top], anchor=x_name, scaleanchor=x_name, constraintoward="top")
             if token_ticks(trace, cell.labels, cell.factor, xaxis, yaxis) and column:
                 yaxis["showticklabels"] = False  # tokens read off the first column: words here would hit a colour bar
+            if one_colour_bar and column:  # the same positions as the first column's, which labels them
+                yaxis.update(showticklabels=False, ticks="")
             layout[f"xaxis{'' if k == 1 else k}"] = xaxis
             layout[f"yaxis{'' if k == 1 else k}"] = yaxis
             annotations.append(
@@ -336,6 +374,7 @@ def line_figure(
 
 
 PRESENTER_FONT = 20  # figure text in presenter view: readable from the back of a room at 1280 x 720
+PRESENTER_LEGEND_ROWS = 3  # the most legend rows moved above a chart in presenter view
 
 
 def presenter_figure(fig: go.Figure, size: int = PRESENTER_FONT) -> go.Figure:
@@ -346,8 +385,11 @@ def presenter_figure(fig: go.Figure, size: int = PRESENTER_FONT) -> go.Figure:
         font={"size": size},
         title_font_size=round(size * 0.8) if narrow else round(size * 1.25),
         legend_font_size=size,
-        margin={"t": round(size * 3.2)},
     )
+    # Room for the larger title; a figure without one (a grid of maps, subplots titled by annotations) keeps none.
+    title_px = round(size * 3.2) if big.layout.title.text else 0
+    if title_px:
+        big.update_layout(margin={"t": title_px})
     big.update_xaxes(title_font_size=size, tickfont_size=round(size * 0.9))
     big.update_yaxes(title_font_size=size, tickfont_size=round(size * 0.9))
     # Map titles over a grid's narrow columns: the title size, or a long one runs past the chart's edge.
@@ -356,17 +398,18 @@ def presenter_figure(fig: go.Figure, size: int = PRESENTER_FONT) -> go.Figure:
     if big.layout.height is not None:
         big.update_layout(height=round(big.layout.height * 1.25))
     legend = [t for t in big.data if t.showlegend is not False and t.name]
-    if legend and not narrow and not big.frames:
+    # Rows the legend wraps onto in a ~1150 px wide chart: a wrapped horizontal legend aligns its entries in columns
+    # as wide as the longest (about 0.5 em per character and 3 em for the line sample).
+    widest = max(((len(str(t.name)) * 0.5 + 3) * size for t in legend), default=0.0)
+    rows = math.ceil(len(legend) / max(1, int(1150 // widest))) if legend else 0
+    if legend and not narrow and not big.frames and rows <= PRESENTER_LEGEND_ROWS:
         # The legend above the plot, under the title: a projector's first screen shows the top of a tall chart, and a
-        # legend below it (where most charts keep it) is off screen, so the class cannot tell the curves apart.
-        # Rows the legend wraps onto in a ~1150 px wide chart: a wrapped horizontal legend aligns its entries in columns
-        # as wide as the longest (about 0.5 em per character and 3 em for the line sample).
-        widest = max((len(str(t.name)) * 0.5 + 3) * size for t in legend)
-        rows = math.ceil(len(legend) / max(1, int(1150 // widest)))
+        # legend below it (where most charts keep it) is off screen, so the class cannot tell the curves apart. A
+        # longer legend stays where the figure put it: above, it filled the first screen (Scaling, Error vs cost).
         subplot_titles = 1.4 * size if big.layout.annotations else 0.0
         big.update_layout(
             legend={"orientation": "h", "x": 0, "xanchor": "left", "y": 1.0, "yanchor": "bottom"},
-            margin={"t": round(size * 3.2 + rows * size * 1.9 + subplot_titles)},
+            margin={"t": round(title_px + size * 0.6 + rows * size * 1.9 + subplot_titles)},
             title={"y": 1.0, "yref": "container", "yanchor": "top", "pad": {"t": round(size * 0.6)}},  # over the legend
         )
         if big.layout.annotations:  # subplot titles sit just over their plots, under the legend

@@ -68,6 +68,17 @@ def row_title(label: str, error: float, show_errors: bool = True) -> str:
     return f"{name}: {error:.3f}" if show_errors else name
 
 
+def maps_row_caption(head: int, factor: int, n: int, *, shared_colour: bool, show_errors: bool) -> str:
+    """What the presenter view's row of maps shows: whose head, what each title's number is, and the colours."""
+    parts = [f"Head {head} of exact attention and of each method"]
+    if show_errors:
+        parts.append("beside each method's name, its relative error ‖Â − A‖_F / ‖A‖_F on this head")
+    parts.append("one colour range, the exact map's, for every map" if shared_colour else "each map on its own colours")
+    if factor > 1:
+        parts.append(f"each pixel the largest value of a {factor} × {factor} block of the {n} × {n} map")
+    return "; ".join(parts) + "."
+
+
 def best_error(rows: Sequence[Mapping[str, Any]]) -> float | None:
     return min((float(r["attention error"]) for r in rows), default=None)
 
@@ -119,12 +130,13 @@ def maps_row(
     maps: Mapping[str, np.ndarray], titles: Mapping[str, str], factor: int, log_colour: bool, zmax: float | None
 ) -> go.Figure:
     """The exact map and each method's attention map side by side in one row (the presenter view's first picture),
-    on one colour range when ``zmax`` is given. maps: label -> (block-reduced) map; titles: label -> map title."""
+    on one colour range and one colour bar when ``zmax`` is given (the maps then compare by colour alone, and are
+    wider without a bar each). maps: label -> (block-reduced) map; titles: label -> map title."""
     cells = [
         GridCell(titles.get(label, label), z, log=log_colour, factor=factor, name=label, zmax=zmax, x_title=True)
         for label, z in maps.items()
     ]
-    return heatmap_grid([cells], columns=max(1, len(cells)), map_px=230)
+    return heatmap_grid([cells], columns=max(1, len(cells)), map_px=230, one_colour_bar=zmax is not None)
 
 
 def heads_grid(

@@ -27,7 +27,21 @@ SELECTOR_LABELS = {
 SPLIT_RING = OTHER[0]
 VIP_COLOUR = method_colour("exact")
 REWRITTEN = OTHER[3]
-SEGMENT_SCALE = "Greys"  # the token strip's segment length: not the tree's µ scale (Viridis)
+# The token strip shades a token by the length of the block it ended in (not the tree's µ scale, Viridis): black for
+# a single token, computed at full resolution like the exact VIP stars, to light grey (still seen on white) for the
+# longest block.
+SINGLE_TOKEN_SHADE, LONGEST_BLOCK_SHADE = "#000000", "#D0D0D0"
+SEGMENT_SCALE = [[0.0, SINGLE_TOKEN_SHADE], [1.0, LONGEST_BLOCK_SHADE]]
+
+
+def tree_caption(resolution: np.ndarray) -> str:
+    """What ``tree_figure`` draws, in the colours it uses: the caption under it."""
+    longest = int(np.max(resolution)) if np.size(resolution) else 1
+    return (
+        "Nodes are blocks, coloured by log µ; refined nodes have a thick dark grey ring; squares are the leaves, i.e. "
+        "the rows of the compressed sequence. The strip below shades each token by the length of the block it ended "
+        f"in: black for a single token, light grey for the longest block (s = {longest}); stars are VIPs."
+    )
 
 
 def _centre(node: TreeNode) -> float:
@@ -111,6 +125,8 @@ def tree_figure(
             x=list(range(len(resolution))),
             y=[0],
             colorscale=SEGMENT_SCALE,
+            zmin=0.0,  # a single token is black whatever the longest block
+            zmax=max(1.0, float(np.nanmax(strip, initial=0.0))),
             showscale=False,
             customdata=[[[labels[i], int(resolution[i])] for i in range(len(resolution))]],
             hovertemplate="position %{customdata[0]}<br>segment length %{customdata[1]}<extra></extra>",

@@ -170,6 +170,7 @@ def maps_row(
         )
     fig = figs.maps_row(maps, titles, exact_factor, log_colour, zmax)
     ui.show_figure(fig, "maps_row", key="maps_row", data=maps)
+    st.caption(figs.maps_row_caption(head, exact_factor, s.n, shared_colour=zmax is not None, show_errors=not hidden))
 
 
 def method_cells(

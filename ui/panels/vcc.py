@@ -74,9 +74,7 @@ def selection_tree(view: vcc_study.VccView, tokens: list[str] | None) -> None:
         "vcc_selection_tree",
         data=pd.DataFrame(view.nodes),
         key="tree",
-        caption="Nodes are blocks, coloured by log µ; refined nodes have an orange ring; squares are the "
-        "leaves, i.e. the rows of the compressed sequence. The strip below colours each token by the "
-        "length of the block it ended in (dark = single token, bright = long block); stars are VIPs.",
+        caption=figures.tree_caption(view.resolution),
     )
 
 
