@@ -11,6 +11,7 @@ import streamlit as st
 import service.views
 import ui
 from core import limits, model_swap
+from service import model_code
 from ui.figures import model_swap as swap_figs
 
 BUDGETS = ["1/32", "1/16", "1/8", "1/4", "1/2"]
@@ -119,6 +120,7 @@ if not methods or not fractions or not layers:
     ui.finish()
     st.stop()
 
+model_code.import_in_steps()  # the tokenizer's code, imported by one thread at a time (the warm-up may be at it)
 n = len(model_swap.encode(text))
 st.caption(
     f"The layer chart's text: **n = {n} tokens** (d = 32 per head); budget {ui.fmt_fraction(fractions[0])} of n² "

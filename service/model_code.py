@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import threading
 
 from core import cancel as core_cancel
 
@@ -23,14 +24,37 @@ PIECES = (
 )
 
 
+# transformers' lazy module is not safe to import from two threads at once: with the warm-up importing the BERT code
+# while a visitor's page loaded the model, `from transformers import AutoModel` failed with "cannot import name
+# 'AutoModel'" (4 of 4 fresh interpreters). So one thread at a time imports, and the names core.data takes from
+# transformers are resolved here too, under the lock: afterwards core.data's import only reads them. Every path that
+# loads the model calls import_in_steps first (service.compute, service.views, the Inside a model page).
+IMPORT_LOCK = threading.Lock()
+MODEL_NAMES = ("AutoModel", "AutoTokenizer")  # what core.data imports from transformers
+
+
+def _locked_import(name: str, attributes: tuple[str, ...] = ()) -> None:
+    while not IMPORT_LOCK.acquire(timeout=0.25):  # another thread's import: a cancelled job still stops at once
+        core_cancel.check()
+    try:
+        module = importlib.import_module(name)
+        for attribute in attributes:
+            getattr(module, attribute)
+    except (ImportError, AttributeError):  # another transformers layout: loading the model imports what it needs
+        pass
+    finally:
+        IMPORT_LOCK.release()
+
+
 def import_in_steps() -> None:
     """Import the model's code, checking this thread's cancel token before each piece (``Cancelled`` once cancelled)."""
     for name in PIECES:
         if name in sys.modules:
             continue
         core_cancel.check()
-        try:
-            importlib.import_module(name)
-        except ImportError:  # another transformers layout: loading the model imports what it needs
-            pass
+        _locked_import(name)
+    transformers = sys.modules.get("transformers")
+    if transformers is not None and not all(name in vars(transformers) for name in MODEL_NAMES):
+        core_cancel.check()
+        _locked_import("transformers", MODEL_NAMES)
     core_cancel.check()

@@ -28,3 +28,21 @@ def test_a_slice_over_the_job_limit_is_refused_naming_passages(open_page, monkey
     assert len(refused) == 1 and "passages: 192 would need" in refused[0], [e.value for e in at.error]
     assert "the largest passages that fits is" in refused[0]
     assert len(at.get("plotly_chart")) == 1  # the layer chart still runs; only the retrieval is refused
+
+
+def test_the_page_imports_the_model_code_through_the_service_before_it_tokenizes(
+    open_page, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The page tokenized its text itself, importing transformers in the page's thread while the warm-up imported it
+    in another: transformers' lazy module raised "cannot import name 'AutoModel'" on a fresh server's first visit
+    (4 of 4 fresh interpreters, with one thread in service.model_code.import_in_steps and one loading the model)."""
+    from core import model_swap
+    from service import model_code
+
+    calls: list[str] = []
+    import_in_steps, encode = model_code.import_in_steps, model_swap.encode
+    monkeypatch.setattr(model_code, "import_in_steps", lambda: (calls.append("import"), import_in_steps())[1])
+    monkeypatch.setattr(model_swap, "encode", lambda *a, **k: (calls.append("encode"), encode(*a, **k))[1])
+    at = open_page(PAGE, **CHEAP)
+    assert not at.exception, [e.value for e in at.exception]
+    assert "encode" in calls and "import" in calls[: calls.index("encode")], calls

@@ -7,7 +7,11 @@ import importlib.util
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from pathlib import Path
+
+import pytest
 
 from service import model_code
 
@@ -50,3 +54,16 @@ def test_without_a_token_it_imports_the_model_code() -> None:
     )
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "True", done.stderr[-2000:]
+
+
+def test_a_job_waiting_for_another_threads_import_stops_once_cancelled(monkeypatch: pytest.MonkeyPatch) -> None:
+    from core import cancel
+
+    monkeypatch.setattr(model_code, "PIECES", ("attention_explorer_no_such_module",))
+    token = cancel.CancelToken()
+    with model_code.IMPORT_LOCK:  # another thread's import in flight
+        started = time.monotonic()
+        threading.Timer(0.3, token.cancel).start()
+        with pytest.raises(cancel.Cancelled), cancel.active(token):
+            model_code.import_in_steps()
+    assert time.monotonic() - started < 1.0
