@@ -100,3 +100,22 @@ def test_the_spectrum_labels_at_most_a_few_decades() -> None:
     assert fig.layout.yaxis.type == "log" and fig.layout.yaxis.dtick >= 2
     few = figs.spectrum_figure(np.logspace(0, -3, 50), np.logspace(0, -2, 50), 10, ["#000", "#111"])
     assert few.layout.yaxis.dtick == 1 and len(few.data) == 2
+
+
+def test_the_hash_chart_says_hash_code_and_the_buckets_are_the_chunks(open_sparse_lowrank) -> None:
+    """The chart was titled "Buckets in round 1" with hash codes up to 63 on its axis, beside a "2 × 5" rounds ×
+    buckets tile: the method's buckets are the equal chunks cut from the positions sorted by hash code."""
+    import json
+
+    at = open_sparse_lowrank(n="128", heads="1", budget="1/2")
+    assert not at.exception, [e.value for e in at.exception]
+    specs = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    chart = next(s for s in specs if "Hash codes in round 1" in str(s["layout"].get("title", {}).get("text")))
+    assert chart["layout"]["yaxis"]["title"]["text"] == "hash code (sort key)"
+    assert not [s for s in specs if "Buckets in round" in str(s["layout"].get("title", {}).get("text"))]
+    tile = next(m for m in at.metric if m.label == "Hash rounds × buckets")
+    assert "equal chunks, the method's buckets" in tile.proto.help
+    rounds, buckets = (int(x) for x in tile.value.split(" × "))
+    assert rounds >= 1 and buckets >= 1
+    captions = " ".join(c.value for c in at.caption)
+    assert f"cutting them into {buckets} equal chunks (the buckets knob)" in captions

@@ -31,11 +31,12 @@ def _figure(title: str, x_title: str, y_title: str, height: int) -> go.Figure:
 def buckets_figure(
     buckets: np.ndarray, labels: np.ndarray | None, colour: str, title: str, order: np.ndarray | None = None
 ) -> go.Figure:
-    """Each query's bucket against its position; dots coloured by cluster when the input has clusters.
+    """Each query's raw hash code (the key a round sorts by) against its position; dots coloured by cluster when the
+    input has clusters. Not the method's buckets: those are the equal chunks cut from the sorted order.
 
     order: the display order of the positions (e.g. by cluster); the hover still names the real position."""
     index = np.arange(len(buckets)) if order is None else np.asarray(order)
-    fig = _figure(title, "position" if order is None else "position (in cluster order)", "bucket", 320)
+    fig = _figure(title, "position" if order is None else "position (in cluster order)", "hash code (sort key)", 320)
     fig.add_scatter(
         x=np.arange(len(buckets)),
         y=buckets[index],
@@ -47,7 +48,7 @@ def buckets_figure(
             "color": labels[index] if labels is not None else colour,
             "colorscale": "Cividis" if labels is not None else None,
         },
-        hovertemplate="position %{customdata}: bucket %{y}<extra>query</extra>",
+        hovertemplate="position %{customdata}: hash code %{y}<extra>query</extra>",
     )
     return fig
 

@@ -70,10 +70,11 @@ def _lsh_support(
     view: MapView, params: dict[str, Any], parts: dict[str, Any], summary: sparse_lowrank.CorrectionSummary | None
 ) -> None:
     ui.explain(
-        "Each round hashes every query and key with random rotations, sorts positions by bucket and cuts them "
-        "into equal chunks; a query attends to the keys of its own chunk. More rounds find more of the large "
-        "entries. The support Ω is the union over rounds.",
-        r"\Omega = \bigcup_{r=1}^{R}\{(i,j) : h_r(q_i) = h_r(k_j)\}",
+        "Each round hashes every query and key with random rotations, sorts the positions by hash code and cuts "
+        "the sorted order into equal chunks, the buckets; a query attends to the keys of its own chunk. More rounds "
+        "find more of the large entries. The support Ω is the union over rounds.",
+        r"\Omega = \bigcup_{r=1}^{R}\{(i,j) : c_r(q_i) = c_r(k_j)\},\qquad c_r(x) = \text{the chunk of } x "
+        r"\text{ in round } r\text{'s order by hash code}",
     )
     rounds = int(params["rounds"])
     which = controls.round_shown(rounds)
@@ -92,7 +93,7 @@ def _lsh_support(
             ui.show_figure(fig, name, data={"support": mask}, key=name, png=png)
     with cols[2]:
         if buckets is not None:
-            _bucket_chart(view.s, buckets[which - 1], which)
+            _bucket_chart(view.s, buckets[which - 1], which, int(params["buckets"]))
     if summary is not None:
         st.caption(f"**Head {view.s.head}**, all {view.s.n} rows:")  # what the numbers are of, next to them
         c1, c2, c3 = st.columns(3)
@@ -102,24 +103,32 @@ def _lsh_support(
             f"{100 * summary.omega_mass:.1f}%",
             help="Mean over rows of the exact attention weight that falls on the support.",
         )
-        c3.metric("Hash rounds × buckets", f"{rounds} × {params['buckets']}")
+        c3.metric(
+            "Hash rounds × buckets",
+            f"{rounds} × {params['buckets']}",
+            help="Each round sorts the positions by their hash code (the chart beside the support maps) and cuts the "
+            "sorted order into this many equal chunks, the method's buckets; a query attends to the keys of its own "
+            "chunk.",
+        )
 
 
-def _bucket_chart(s: ui.Settings, round_buckets: np.ndarray, which: int) -> None:
-    """One round's query buckets by position (``round_buckets``: (2, n), queries then keys)."""
+def _bucket_chart(s: ui.Settings, round_buckets: np.ndarray, which: int, buckets_knob: int) -> None:
+    """One round's query hash codes by position (``round_buckets``: (2, n), queries then keys: the plan's raw hash
+    buckets, which only sort the positions before the ``buckets_knob`` equal chunks are cut)."""
     fig = figs.buckets_figure(
         round_buckets[0],
         computed.inputs(s).labels,
         ui.method_colour("lsh"),
-        f"Buckets in round {which}",
+        f"Hash codes in round {which}",
         order=computed.cluster_order(s),
     )
-    table = {"position": np.arange(s.n), "query_bucket": round_buckets[0], "key_bucket": round_buckets[1]}
+    table = {"position": np.arange(s.n), "query_hash_code": round_buckets[0], "key_hash_code": round_buckets[1]}
     ui.show_figure(fig, "buckets", data=pd.DataFrame(table), key="buckets")
     st.caption(
         "Support maps: colour = share of each drawn block's pairs that are in Ω (1 = all). "
-        "Bucket chart: dot colour = cluster of the position (clustered input); same-cluster positions "
-        "share buckets when the hash works. " + s.order_note()
+        "Hash chart: each query's hash code, the key its round sorts the positions by before cutting them into "
+        f"{buckets_knob} equal chunks (the buckets knob); dot colour = cluster of the position (clustered input); "
+        "same-cluster positions share hash codes when the hash works. " + s.order_note()
     )
 
 
