@@ -96,7 +96,10 @@ CHART_TEXT = """() => {
       const r = t.getBoundingClientRect();
       if (r.width === 0 && r.height === 0) continue;
       if (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1 || r.bottom > box.bottom + 1) {
-        found.push(`${name}: "${text.slice(0, 40)}" is cut by the chart's edge`);
+        const at = (b) => [b.left, b.top, b.right, b.bottom].map(Math.round).join(',');
+        const drawn = `${Math.round(plot._fullLayout.width)}x${Math.round(plot._fullLayout.height)}`;
+        found.push(`${name}: "${text.slice(0, 40)}" is cut by the chart's edge (text at ${at(r)}, box at ${at(box)}, ` +
+          `drawn ${drawn} in a ${plot.clientWidth}x${plot.clientHeight} box)`);
       }
     }
     for (const [key, axis] of Object.entries(plot._fullLayout)) {
@@ -153,6 +156,27 @@ GRID_TEXT = """() => {
 }"""
 
 
+# Each shown chart laid out at its box's width (autosize), as a first load at this size draws it: by the component's
+# own observers (ui/plotly_chart.py), with no help from the test. Chromium reports no size to a chart's own
+# ResizeObserver for one Kernels chart ("Red: positive features more accurate"); the observer of the main column
+# catches it.
+SHOWN_CHARTS = "[...document.querySelectorAll('.js-plotly-plot')].filter(p => p.offsetParent !== null && p._fullLayout)"
+CHARTS_FIT = f"() => {SHOWN_CHARTS}.every(p => Math.abs(p._fullLayout.width - p.clientWidth) <= 1)"
+
+
+UNFIT_CHARTS = f"""() => {SHOWN_CHARTS}.filter(p => Math.abs(p._fullLayout.width - p.clientWidth) > 1)
+  .map(p => `${{(p._fullLayout.title && p._fullLayout.title.text) || 'a chart'}}: ` +
+    `drawn ${{p._fullLayout.width}} px wide in a ${{p.clientWidth}} px box`)"""
+
+
+def _wait_until_charts_fit(page: Page, size: Any) -> None:
+    try:
+        page.wait_for_function(CHARTS_FIT, timeout=30_000)
+    except PlaywrightTimeout:
+        unfit = page.evaluate(UNFIT_CHARTS)
+        raise AssertionError(f"charts that did not follow the window to {size}: {unfit}") from None
+
+
 def _open(page: Page, url: str) -> None:
     page.goto(url)
     wait_for_app(page)
@@ -174,29 +198,14 @@ def _open(page: Page, url: str) -> None:
         timeout=30_000,
     )
     page.wait_for_timeout(700)
-
-
-# Each shown chart laid out at its box's width (autosize), as a first load at this size draws it: by the component's
-# own observers (ui/plotly_chart.py), with no help from the test. Chromium reports no size to a chart's own
-# ResizeObserver for one Kernels chart ("Red: positive features more accurate"); the observer of the main column
-# catches it.
-SHOWN_CHARTS = "[...document.querySelectorAll('.js-plotly-plot')].filter(p => p.offsetParent !== null && p._fullLayout)"
-CHARTS_FIT = f"() => {SHOWN_CHARTS}.every(p => Math.abs(p._fullLayout.width - p.clientWidth) <= 1)"
-
-
-UNFIT_CHARTS = f"""() => {SHOWN_CHARTS}.filter(p => Math.abs(p._fullLayout.width - p.clientWidth) > 1)
-  .map(p => `${{(p._fullLayout.title && p._fullLayout.title.text) || 'a chart'}}: ` +
-    `drawn ${{p._fullLayout.width}} px wide in a ${{p.clientWidth}} px box`)"""
+    # As after a resize: a chart drawn before its column took its width is laid out again by its own observers.
+    _wait_until_charts_fit(page, page.viewport_size or {})
 
 
 def _resize(page: Page, size: dict[str, int]) -> None:
     page.set_viewport_size(size)
     page.wait_for_timeout(300)
-    try:
-        page.wait_for_function(CHARTS_FIT, timeout=30_000)
-    except PlaywrightTimeout:
-        unfit = page.evaluate(UNFIT_CHARTS)
-        raise AssertionError(f"charts that did not follow the window to {size}: {unfit}") from None
+    _wait_until_charts_fit(page, size)
     page.wait_for_timeout(400)
 
 
@@ -209,6 +218,7 @@ def _problems(page: Page) -> list[Any]:
         name = tab.inner_text().strip()
         tab.click()
         page.wait_for_timeout(600)
+        _wait_until_charts_fit(page, page.viewport_size or {})
         found += [f"tab {name}: {problem}" for script in scripts for problem in page.evaluate(script)]
     if tabs.count() > 1:  # back to the first tab, as the page opened
         tabs.first.click()
