@@ -173,9 +173,10 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark(
         "benchmarks.ci_time",
         "CI's check on this machine: .ci/run on a fresh clone with an empty uv cache; the set-up, each step and the "
-        "longest test files of each pytest part (about the suite, not the engine: dated, not refreshed)",
+        "longest test files of each pytest part (about the suite, not the engine: dated, not refreshed); --ref and "
+        "--name check an older commit into a table of its own",
         "python -m benchmarks.ci_time --log /tmp/ci.log",
-        "ci_time.{md,json}",
+        "ci_time*.{md,json}",
         '--pytest-addopts "-k the_number_check_can_fail" --out /tmp/bench',
     ),
     Benchmark(
