@@ -169,12 +169,14 @@ UNFIT_CHARTS = f"""() => {SHOWN_CHARTS}.filter(p => Math.abs(p._fullLayout.width
     `drawn ${{p._fullLayout.width}} px wide in a ${{p.clientWidth}} px box`)"""
 
 
-def _wait_until_charts_fit(page: Page, size: Any) -> None:
+def _wait_until_charts_fit(page: Page) -> None:
     try:
         page.wait_for_function(CHARTS_FIT, timeout=30_000)
     except PlaywrightTimeout:
         unfit = page.evaluate(UNFIT_CHARTS)
-        raise AssertionError(f"charts that did not follow the window to {size}: {unfit}") from None
+        raise AssertionError(
+            f"charts not laid out at their box's width in a {page.viewport_size} window: {unfit}"
+        ) from None
 
 
 def _open(page: Page, url: str) -> None:
@@ -199,13 +201,13 @@ def _open(page: Page, url: str) -> None:
     )
     page.wait_for_timeout(700)
     # As after a resize: a chart drawn before its column took its width is laid out again by its own observers.
-    _wait_until_charts_fit(page, page.viewport_size or {})
+    _wait_until_charts_fit(page)
 
 
 def _resize(page: Page, size: dict[str, int]) -> None:
     page.set_viewport_size(size)
     page.wait_for_timeout(300)
-    _wait_until_charts_fit(page, size)
+    _wait_until_charts_fit(page)
     page.wait_for_timeout(400)
 
 
@@ -218,7 +220,7 @@ def _problems(page: Page) -> list[Any]:
         name = tab.inner_text().strip()
         tab.click()
         page.wait_for_timeout(600)
-        _wait_until_charts_fit(page, page.viewport_size or {})
+        _wait_until_charts_fit(page)
         found += [f"tab {name}: {problem}" for script in scripts for problem in page.evaluate(script)]
     if tabs.count() > 1:  # back to the first tab, as the page opened
         tabs.first.click()
