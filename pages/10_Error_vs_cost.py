@@ -26,8 +26,9 @@ ui.explain(
     "A smaller budget makes a method cheaper and less accurate. Here every method runs at several budgets on the "
     "same input, on this server, and each point puts its output error against the time and the memory it took. "
     "A point is on the Pareto front (ringed) when no other point is both cheaper and more accurate; a point right "
-    "of the dotted line costs more than the exact attention it approximates. Colour is the method's family, the "
-    "marker's shape the method, its size the budget.",
+    "of the dotted line costs more than the exact attention it approximates. Colour is the method (the same on "
+    "every page), the marker's shape its family (square sparse, circle low rank, diamond sparse + low rank), its "
+    "size the budget.",
     r"e = \frac{\lVert \tilde{A}V - AV \rVert_F}{\lVert AV \rVert_F},\qquad "
     r"t = \operatorname{median}(t_1, \dots, t_k)",
 )

@@ -301,3 +301,17 @@ def test_presenter_view_moves_a_short_legend_above_the_chart_and_leaves_a_long_o
     long = presenter_figure(chart(long_names))
     assert long.layout.legend.y == -0.2 and long.layout.legend.yanchor == "top"
     assert long.layout.margin.t == round(PRESENTER_FONT * 3.2)  # the title's room, no legend's
+
+
+def test_a_legend_of_grouped_entries_wraps_entry_by_entry_and_one_of_ungrouped_entries_in_columns() -> None:
+    """plotly.js lays a wrapped legend out in columns as wide as its longest entry unless every entry has a legend
+    group; then each entry is as wide as its own name. Counted as columns, Error vs cost's grouped legend took a row
+    more than it drew, a blank band over the panels on a projector."""
+    from ui.figures import legend_rows
+
+    names = ["Performer", "LSH sparse", "Scatterbrain", "Nystrom", "Linformer", "Local window", "Pareto front",
+             "Exact softmax (error 0)"]  # fmt: skip
+    assert legend_rows(names, 20) == 3  # three columns of the longest's width
+    assert legend_rows(names, 20, grouped=True) == 2  # six short names, then two
+    assert legend_rows([], 20) == 0 and legend_rows(["one"], 20, grouped=True) == 1
+    assert legend_rows(["x" * 80] * 3, 20, grouped=True) == 3  # an entry wider than a row still takes its own

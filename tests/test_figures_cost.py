@@ -4,6 +4,7 @@ the Pareto front ringed on each panel, exact attention as a line, and hover text
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -50,11 +51,13 @@ def test_each_method_in_its_own_colour_and_one_legend_entry_per_method() -> None
     fig = cost_figs.error_cost_figure(POINTS, LABELS)
     left = traces(fig, 1)
     performer, nystrom, lsh = left["Performer (low-rank)"], left["Nyström (low-rank)"], left["LSH (sparse)"]
-    # The method's colour on every page (ui/figures/palette.py); the symbol tells the methods of one family apart.
+    # The method's colour on every page (ui/figures/palette.py); the marker's shape is its family, as the page says.
     assert performer.marker.color == palette.method_colour("performer") != nystrom.marker.color
     assert nystrom.marker.color == palette.method_colour("nystrom")
     assert lsh.marker.color == palette.method_colour("lsh")
-    assert performer.marker.symbol != nystrom.marker.symbol  # the method within its family
+    assert performer.marker.symbol == nystrom.marker.symbol == cost_figs.FAMILY_SYMBOLS["low-rank"] == "circle"
+    assert lsh.marker.symbol == cost_figs.FAMILY_SYMBOLS["sparse"] == "square"
+    assert cost_figs.FAMILY_SYMBOLS["sparse+low-rank"] == "diamond"
     legend = [t.name for t in fig.data if t.showlegend is not False]
     assert len(legend) == len(set(legend)) == 3 + 2  # methods, the front and exact attention
     assert list(performer.x) == [10.0, 20.0] and list(performer.y) == [0.7, 0.6]  # in budget order, refusals out
@@ -102,3 +105,45 @@ def test_hover_names_the_budget_runs_and_every_parameter() -> None:
 def test_an_unknown_memory_kind_is_refused() -> None:
     with pytest.raises(ValueError, match="memory must be one of measured, model"):
         cost_figs.error_cost_figure(POINTS, LABELS, memory="rss")
+
+
+def test_the_page_says_what_colour_and_shape_stand_for() -> None:
+    """The page's text and its picture say the same: colour the method, shape the family (the text said colour was
+    the family, after the figure had given each method its own colour)."""
+    page = (Path(__file__).resolve().parent.parent / "pages" / "10_Error_vs_cost.py").read_text()
+    said = " ".join(" ".join(line.strip().strip('"') for line in page.splitlines()).split())
+    assert "Colour is the method (the same on every page), the marker's shape its family" in said
+    assert "square sparse, circle low rank, diamond sparse + low rank" in said
+    assert "Colour is the method's family" not in said
+
+
+def test_presenter_view_names_each_entry_short_and_puts_the_legend_above_the_panels() -> None:
+    """Nine entries of up to 63 characters wrapped onto nine legend rows below the panels on a 1280 x 720 projector,
+    off its first screen: the class saw coloured lines with no names. The presenter copy names them short."""
+    from ui.figures import PRESENTER_LEGEND_ROWS, legend_rows, presenter_figure
+
+    labels = {
+        "exact": "Exact softmax",
+        "performer": "Performer (FAVOR+)",
+        "nystrom": "Nystrom",
+        "lsh": "LSH sparse (Reformer/SMYRF)",
+        "scatterbrain": "Scatterbrain (sparse + low-rank)",
+        "linformer": "Linformer (random projection)",
+        "local": "Local window",
+    }
+    families = {"performer": "low-rank", "nystrom": "low-rank", "linformer": "low-rank", "lsh": "sparse",
+                "local": "sparse", "scatterbrain": "sparse+low-rank"}  # fmt: skip
+    points = [POINTS[0]] + [point(m, f, 0.125, 0.5, 10.0, 4.0) for m, f in families.items()]
+    fig = cost_figs.error_cost_figure(points, labels)
+    laptop = [str(t.name) for t in fig.data if t.showlegend is not False]
+    assert legend_rows(laptop, 20, grouped=True) > PRESENTER_LEGEND_ROWS  # the long names do not fit above
+    big = presenter_figure(fig)
+    names = [str(t.name) for t in big.data if t.showlegend is not False]
+    assert names == [
+        "Performer", "Nystrom", "Linformer", "LSH sparse", "Local window", "Scatterbrain", "Pareto front",
+        "Exact softmax (error 0)",
+    ]  # fmt: skip
+    assert big.layout.legend.yanchor == "bottom" and big.layout.legend.y > 1.0  # above the panels and their titles
+    assert [str(t.name) for t in fig.data if t.showlegend is not False] == laptop  # the page's own figure unchanged
+    assert cost_figs.short_name("LSH sparse (Reformer/SMYRF)") == "LSH sparse"
+    assert cost_figs.short_name("Nystrom") == "Nystrom" and cost_figs.short_name("(x)") == "(x)"

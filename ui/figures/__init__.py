@@ -375,6 +375,27 @@ def line_figure(
 
 PRESENTER_FONT = 20  # figure text in presenter view: readable from the back of a room at 1280 x 720
 PRESENTER_LEGEND_ROWS = 3  # the most legend rows moved above a chart in presenter view
+# A trace's ``meta`` key for its legend name in presenter view: a figure whose legend names are long for the legend's
+# wrapped rows on a projector (Error vs cost's "Pareto front (no point is ...)") gives each trace a shorter one.
+PRESENTER_NAME = "presenter_name"
+
+
+def legend_rows(names: Sequence[str], size: int, *, grouped: bool = False) -> int:
+    """Rows a horizontal legend of these entries wraps onto in a presenter chart (about 1,150 px wide, its plot area
+    about 1,000), at about 0.5 em per character and 3 em for the line sample. plotly.js lays a legend out in columns
+    as wide as its longest entry, but one whose entries all have a legend group entry by entry, each as wide as its
+    own name (so a row holds more of them)."""
+    widths = [(len(name) * 0.5 + 3) * size for name in names]
+    if not widths:
+        return 0
+    if not grouped:
+        return math.ceil(len(widths) / max(1, int(1150 // max(widths))))
+    rows, used = 1, 0.0
+    for width in widths:
+        if used and used + width > 1000:
+            rows, used = rows + 1, 0.0
+        used += width
+    return rows
 
 
 def presenter_figure(fig: go.Figure, size: int = PRESENTER_FONT) -> go.Figure:
@@ -397,11 +418,11 @@ def presenter_figure(fig: go.Figure, size: int = PRESENTER_FONT) -> go.Figure:
     big.update_traces(colorbar_tickfont_size=round(size * 0.9), selector={"type": "heatmap"})
     if big.layout.height is not None:
         big.update_layout(height=round(big.layout.height * 1.25))
+    for trace in big.data:
+        if isinstance(trace.meta, dict) and trace.meta.get(PRESENTER_NAME):
+            trace.name = trace.meta[PRESENTER_NAME]
     legend = [t for t in big.data if t.showlegend is not False and t.name]
-    # Rows the legend wraps onto in a ~1150 px wide chart: a wrapped horizontal legend aligns its entries in columns
-    # as wide as the longest (about 0.5 em per character and 3 em for the line sample).
-    widest = max(((len(str(t.name)) * 0.5 + 3) * size for t in legend), default=0.0)
-    rows = math.ceil(len(legend) / max(1, int(1150 // widest))) if legend else 0
+    rows = legend_rows([str(t.name) for t in legend], size, grouped=all(t.legendgroup for t in legend))
     if legend and not narrow and not big.frames and rows <= PRESENTER_LEGEND_ROWS:
         # The legend above the plot, under the title: a projector's first screen shows the top of a tall chart, and a
         # legend below it (where most charts keep it) is off screen, so the class cannot tell the curves apart. A

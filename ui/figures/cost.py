@@ -1,8 +1,8 @@
 """Pure figure builder of the Error vs cost page: each method's output error against its measured time and its peak
 memory, at several budgets, with the Pareto front of accuracy and cost marked on both panels.
 
-Colour is the method's family (as on the Regime map: sparse orange, low rank sky blue, sparse + low rank green),
-the marker's shape the method within its family, and its size the budget. Exact attention has no error to plot on a
+Colour is the method (its colour on every page), the marker's shape its family (``FAMILY_SYMBOLS``: sparse a square,
+low rank a circle, sparse + low rank a diamond), and its size the budget. Exact attention has no error to plot on a
 log axis: it is a vertical line at its time (and memory), and every point right of that line is slower (or larger)
 than the exact computation it approximates.
 """
@@ -11,17 +11,21 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from collections.abc import Mapping, Sequence
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from core.cost_study import EXACT, CostPoint, budget_text, pareto_optimal
+from ui.figures import PRESENTER_NAME
 from ui.figures.axes import use_decades
 from ui.figures.palette import FAMILY_COLOURS as FAMILY_COLOURS
 from ui.figures.palette import method_colour
 
-SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "star")
+# The marker's shape is the method's family: the lesson of the page is which family wins where.
+FAMILY_SYMBOLS = {"sparse": "square", "low-rank": "circle", "sparse+low-rank": "diamond"}
+OTHER_SYMBOL = "triangle-up"  # a family without a shape of its own
 FRONT_COLOUR = "#222222"
 MARKER_PX = (9.0, 19.0)  # smallest and largest budget's marker size
 FONT = 16  # a projector at the back of a room: ticks and legend no smaller than this
@@ -45,6 +49,14 @@ def legend_name(label: str, family: str) -> str:
     """The method's label, with its family unless the label already names it (e.g. "LSH sparse (Reformer/SMYRF)")."""
     said = family.replace("+", " + ").lower()
     return label if said in label.lower() else f"{label} ({family.replace('+', ' + ')})"
+
+
+def short_name(label: str) -> str:
+    """The label without its closing parenthesis ("LSH sparse (Reformer/SMYRF)" -> "LSH sparse"): the legend name in
+    presenter view (``ui.figures.presenter_figure`` reads it from the trace's ``meta``), where the marker's shape
+    already says the family and the long names wrapped the legend onto more rows than a projector's first screen."""
+    head = re.sub(r"\s*\([^()]*\)\s*$", "", label).strip()
+    return head or label
 
 
 def hover_text(point: CostPoint, label: str) -> str:
@@ -93,21 +105,19 @@ def error_cost_figure(
         (2, lambda p: memory_mib(p, memory), MEMORY_KINDS[memory]),
     ]
     family = {m: next(p.family for p in approx if p.method == m) for m in methods}
-    family_index: dict[str, list[str]] = {}
-    for method in methods:
-        family_index.setdefault(family[method], []).append(method)
     all_budgets = [p.budget for p in approx] or [1.0]
     errors = [p.error for p in approx]
     for col, cost_of, axis_title in panels:
         for method in methods:
             mine = sorted((p for p in approx if p.method == method and _usable(cost_of(p))), key=lambda p: p.budget)
-            symbol = SYMBOLS[family_index[family[method]].index(method) % len(SYMBOLS)]
-            colour = method_colour(method)  # its colour on every page; the symbol tells the family
+            symbol = FAMILY_SYMBOLS.get(family[method], OTHER_SYMBOL)
+            colour = method_colour(method)  # its colour on every page
             fig.add_scatter(
                 x=[cost_of(p) for p in mine],
                 y=[p.error for p in mine],
                 mode="lines+markers",
                 name=legend_name(labels.get(method, method), family[method]),
+                meta={PRESENTER_NAME: short_name(labels.get(method, method))},
                 legendgroup=method,
                 showlegend=col == 1,
                 line={"color": colour, "width": 1.5},
@@ -132,6 +142,7 @@ def error_cost_figure(
             line={"color": FRONT_COLOUR, "width": 2, "dash": "dash", "shape": "hv"},
             marker={"symbol": "circle-open", "size": MARKER_PX[1] + 8, "color": FRONT_COLOUR, "line": {"width": 2}},
             name="Pareto front (no point is both faster/smaller and more accurate)",
+            meta={PRESENTER_NAME: "Pareto front"},
             legendgroup="front",
             showlegend=col == 1,
             hoverinfo="skip",
@@ -147,6 +158,7 @@ def error_cost_figure(
                 mode="lines",
                 line={"color": FAMILY_COLOURS["exact"], "width": 2, "dash": "dot"},
                 name=f"{labels.get(EXACT, EXACT)} (error 0): cost of the exact computation",
+                meta={PRESENTER_NAME: f"{short_name(labels.get(EXACT, EXACT))} (error 0)"},
                 legendgroup=EXACT,
                 showlegend=col == 1,
                 hovertemplate=f"{html.escape(labels.get(EXACT, EXACT))}: error 0<br>{axis_title}: %{{x:.3g}}"
