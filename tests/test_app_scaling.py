@@ -46,13 +46,18 @@ def test_page_waits_for_measure_then_measures_tiny_sizes(open_scaling) -> None:
     at = open_scaling(methods=["performer", "local"], sizes=(64, 256))
     assert at.title[0].value.endswith("Scaling")
     # Before the button: the page opens on the committed table of this kind of device, nothing measured here.
+    # One committed table alone: the caption names it (device and threads), its curves are named by method only.
     opened = set(chart_traces(at, 0))
-    assert opened and all("[cpu: " in name for name in opened), opened
+    assert {"Performer (FAVOR+)", "Local window", "Exact softmax (torch SDPA)"} == {
+        name.split(" (slope")[0] for name in opened
+    }, opened
+    assert any("Showing the committed benchmark table (cpu: " in c.value for c in at.caption)
     assert any("Press **Measure**" in c.value or "press **Measure**" in c.value for c in at.caption)
     measure(at)
     charts = at.get("plotly_chart")
     assert len(charts) == 2  # time and memory
     names = set(chart_traces(at, 0))
+    assert any("[cpu: " in name for name in names), names  # beside a measurement, a committed curve names its table
     assert any(name.startswith("Performer (FAVOR+) (slope") for name in names), names
     assert any(name.startswith("Exact softmax (slope") for name in names), names
     assert any("FLOPs at GEMM rate" in name for name in names)
@@ -80,8 +85,14 @@ def test_committed_results_are_labelled_with_their_device(tmp_path: Path, open_s
         label = next(o for o in options if o.startswith(payload["machine"]["device"] + ":"))
         at.multiselect(key="committed").set_value([label]).run()
         assert not at.exception
+        # The table alone: the caption names its device, and every curve is named by its method.
+        assert any(f"Showing the committed benchmark table ({label})" in c.value for c in at.caption)
         names = set(chart_traces(at, 0))
-        assert any(payload["machine"]["device"] in name for name in names), names
+        assert names and not any(payload["machine"]["device"] + ":" in name for name in names), names
+        if len(options) > 1:  # two tables: each curve names its table
+            at.multiselect(key="committed").set_value(options[:2]).run()
+            names = set(chart_traces(at, 0))
+            assert all("[" in name for name in names), names
 
 
 def test_a_measurement_in_the_shared_cache_opens_in_a_new_session(open_scaling) -> None:

@@ -175,3 +175,28 @@ def test_committed_tables_become_dotted_series_named_by_device(tmp_path) -> None
     assert fig.data[0].line.dash == "dot" and "cpu" in fig.data[0].name
     assert fig.data[0].line.color == "#123456"  # sdpa is drawn in exact attention's colour
     assert fig.data[1].line.dash != fig.data[0].line.dash  # one dash and marker per committed table
+
+
+def test_one_committed_table_alone_names_its_curves_by_method_and_two_tables_by_table_too() -> None:
+    """The page's caption names the one committed table shown; its device and threads repeated in every entry
+    ("sdpa [cpu: AMD EPYC, 1 threads] (slope 1.99)") made five legend rows on a projector. Two tables, or a table
+    beside a measurement, still need the table in each name."""
+    where = "cpu: Test CPU, 2 threads"
+
+    def committed(entry: str, source: str = where) -> scaling_tables.Series:
+        ns = [1024, 2048]
+        return scaling_tables.Series(entry, f"{entry} [{source}]", ns, [1e-6 * n * n for n in ns], [1.0, 2.0],
+                                     slope=2.0, committed=True, source=source)  # fmt: skip
+
+    alone = scaling_figs.time_figure([committed("sdpa"), committed("performer")], {})
+    names = [t.name for t in alone.data]
+    assert names == ["Exact softmax (torch SDPA) (slope 2.00)", "Performer (FAVOR+) (slope 2.00)"]
+    memory = scaling_figs.memory_figure([committed("sdpa"), committed("lsh")], {})
+    assert [t.name for t in memory.data] == ["Exact softmax (torch SDPA)", "LSH sparse (Reformer/SMYRF)"]
+    two = scaling_figs.time_figure([committed("sdpa"), committed("sdpa", "cpu: Test CPU, 1 threads")], {})
+    assert [t.name for t in two.data] == [
+        "sdpa [cpu: Test CPU, 2 threads] (slope 2.00)", "sdpa [cpu: Test CPU, 1 threads] (slope 2.00)"
+    ]  # fmt: skip
+    live = scaling_tables.measured_series(_points(), ["performer"], gemm_flops=1e10)
+    beside = scaling_figs.time_figure([*live, committed("sdpa")], {})
+    assert "sdpa [cpu: Test CPU, 2 threads] (slope 2.00)" in [t.name for t in beside.data]

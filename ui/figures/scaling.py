@@ -12,6 +12,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from core import registry
 from core.scaling_tables import Series
 from ui.figures.axes import use_decades
 
@@ -45,6 +46,15 @@ def _committed_style(s: Series, sources: list[str], colours: Mapping[str, str]) 
     return {"line": {"dash": dash, "color": colour}, "marker": {"symbol": symbol, "color": colour}, "opacity": 0.7}
 
 
+def method_name(entry: str) -> str:
+    """A committed table's entry by the name the rest of the app gives it: a registered method's label, or torch's
+    SDPA named as the exact attention it computes."""
+    if entry == "sdpa":
+        return "Exact softmax (torch SDPA)"
+    spec = registry.methods().get(entry)
+    return spec.label if spec is not None else entry
+
+
 def _finite(values: Sequence[float]) -> list[float]:
     return [v for v in values if v is not None and math.isfinite(v) and v > 0]
 
@@ -62,6 +72,8 @@ def _measured_and_model(
     format strings of a committed, a measured and a model curve's legend entry (fields ``label`` and ``slope``)."""
     committed_name, measured_name, model_name = names
     measured = [s for s in series if not s.committed]
+    # One committed table and nothing measured: the page's caption names the table, so its entries need not.
+    one_table = not measured and len({s.source for s in series}) == 1
     fig = _figure(title, y_title, 2 * len(measured) + len(series) - len(measured))
     xs: list[float] = []
     ys: list[float] = []
@@ -69,7 +81,7 @@ def _measured_and_model(
     for s in series:
         xs += s.ns
         ys += _finite(measured_of(s)) + _finite(model_of(s))
-        label = {"label": s.label, "slope": s.slope}
+        label = {"label": method_name(s.method) if s.committed and one_table else s.label, "slope": s.slope}
         if s.committed:
             fig.add_scatter(
                 x=s.ns,

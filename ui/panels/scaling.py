@@ -54,7 +54,9 @@ def draw_charts(
             f"Solid: measured median wall time. Dashed: the analytic FLOP count divided by this machine's GEMM "
             f"rate ({gemm_gflops:.1f} GFLOP/s), the time at full matmul speed."
         )
-    cols = st.columns(2)
+    # Side by side on a screen; stacked on a projector, where each chart needs the full width for its larger legend
+    # (in a half-width column it wrapped onto more rows than presenter view leaves room for, over the chart's title).
+    cols = (st.container(), st.container()) if ui.presenter_mode() else st.columns(2)
     with cols[0]:
         ui.show_figure(time_fig, "scaling_time", data=data, key="time", caption=time_caption)
     with cols[1]:
