@@ -124,7 +124,7 @@ def results(
             scrubber_section(s, methods, params)
     if presenting:
         with row_box:
-            panels.maps_row(s, exact_shown, exact_factor, labels, results, resolution, log_colour, zmax, hidden)
+            panels.maps_row(s, exact_shown, exact_factor, labels, results, params, resolution, log_colour, zmax, hidden)
     if view == "one":
         st.subheader(f"Head {s.head}: each method's attention (top) and its error against exact (below)")
         panels.method_cells(s, methods, labels, results, params, resolution, log_colour, zmax, hidden)

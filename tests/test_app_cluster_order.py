@@ -133,3 +133,36 @@ def test_the_all_heads_grid_is_sorted_too(open_compare) -> None:
     assert order is not None
     for drawn, real in zip(heatmaps(shown), heatmaps(position), strict=True):  # every cell: exact and local, per head
         np.testing.assert_allclose(drawn, real[order][:, order])
+
+
+def test_a_second_session_on_one_link_draws_the_first_ones_maps_without_reducing_them_again(
+    open_compare, monkeypatch
+) -> None:
+    """A class opening one link: each method's maps are reordered and block-reduced once per server process
+    (``ui.computed.shared_drawn``), not once per student; the same link in position order, or another head, is
+    drawn on its own, and the shared maps cannot be changed by the session that reads them."""
+    from ui import computed
+    from ui.figures import compare as figs
+
+    reduced: list[tuple[int, ...]] = []  # each method's error map (exact attention's map has no error map)
+    shrink = figs.shrink
+
+    def counted(a: np.ndarray, resolution: int, base: int, mode: str) -> tuple[np.ndarray, int]:
+        if mode == "absmax":
+            reduced.append(a.shape)
+        return shrink(a, resolution, base, mode)
+
+    monkeypatch.setattr(figs, "shrink", counted)
+    computed.clear_shared_drawn()
+    link = {"methods": ["performer", "lsh"], "seed": "4321"}
+    first = open_compare(**link)
+    assert not first.exception and len(reduced) == 2  # two methods
+    again = open_compare(**link)
+    assert not again.exception and len(reduced) == 2  # the second session reduced nothing
+    assert [z.tobytes() for z in heatmaps(again)] == [z.tobytes() for z in heatmaps(first)]
+    open_compare(**link, sort_clusters="false")
+    assert len(reduced) == 4  # position order: maps of their own
+    open_compare(**link, head="1")
+    assert len(reduced) == 6  # another head
+    shared = [v for v in computed._shared_drawn._lru.values()]  # type: ignore[union-attr]
+    assert shared and all(not m[0].flags.writeable for value in shared for m in value.values())

@@ -131,18 +131,25 @@ def exact_cell(
         st.caption(f"τ = 1 reproduces the model's own attention: max difference {gap:.1e}.")
 
 
-def _head_maps(s: ui.Settings, res: Any, resolution: int) -> dict[str, tuple[np.ndarray, int]]:
-    """A method's attention and error maps of the shown head as drawn (ordered, block-reduced), with the block size."""
+def _head_maps(s: ui.Settings, run_key: str, res: Any, resolution: int) -> dict[str, tuple[np.ndarray, int]]:
+    """A method's attention and error maps of the shown head as drawn (ordered, block-reduced), with the block size;
+    made once per process for every session showing the same run (``run_key``, its cache key) the same way."""
     head = s.head
     in_order = res.in_cluster_order or {}
-    drawn = {
-        kind: computed.drawn(s, getattr(res, kind)[head], in_order[kind][head] if kind in in_order else None)
-        for kind in ("attention", "error")
-    }
-    return {
-        "attention": figs.shrink(drawn["attention"], resolution, res.factor, "max"),
-        "error": figs.shrink(drawn["error"], resolution, res.factor, "absmax"),
-    }
+
+    def made() -> dict[str, tuple[np.ndarray, int]]:
+        drawn = {
+            kind: computed.drawn(s, getattr(res, kind)[head], in_order[kind][head] if kind in in_order else None)
+            for kind in ("attention", "error")
+        }
+        return {
+            "attention": figs.shrink(drawn["attention"], resolution, res.factor, "max"),
+            "error": figs.shrink(drawn["error"], resolution, res.factor, "absmax"),
+        }
+
+    if s.by_cluster and res.factor > 1 and not in_order:
+        return made()  # the notice that a reduced map keeps position order is this session's to show
+    return computed.shared_drawn(f"{run_key}|head {head}|by cluster {s.by_cluster}|resolution {resolution}", made)
 
 
 def maps_row(
@@ -151,6 +158,7 @@ def maps_row(
     exact_factor: int,
     labels: dict[str, str],
     results: dict[str, Any],
+    params: dict[str, dict[str, Any]],
     resolution: int,
     log_colour: bool,
     zmax: float | None,
@@ -164,7 +172,8 @@ def maps_row(
     for method, res in results.items():
         if res.error_message:
             continue
-        maps[labels[method]] = _head_maps(s, res, resolution)["attention"][0]
+        run_key = s.method_run(method, params[method]).cache_key()
+        maps[labels[method]] = _head_maps(s, run_key, res, resolution)["attention"][0]
         titles[labels[method]] = figs.row_title(
             labels[method], float(res.metrics["attention_error"][head]), show_errors=not hidden
         )
@@ -196,7 +205,7 @@ def method_cells(
     for start in range(0, len(ok), 3):
         for column, method in zip(st.columns(3), ok[start : start + 3], strict=False):
             res, label = results[method], labels[method]
-            shown = _head_maps(s, res, resolution)
+            shown = _head_maps(s, s.method_run(method, params[method]).cache_key(), res, resolution)
             attention, factor = shown["attention"]
             error, _ = shown["error"]
             # This head's own numbers (the tiles above average over heads): the title says which head.
