@@ -30,16 +30,19 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "benchmarks.visit_cpu",
         "where a page visit's CPU goes: Chromium's processes (renderer, GPU process, other) against the server's, "
         "each page's default link in fresh contexts, results cached; with --baseline, that commit in the same run",
-        "python -m benchmarks.visit_cpu --baseline <ref>",
-        "visit_cpu.{md,json}",
+        "python -m benchmarks.visit_cpu --baseline <ref>   (the shared drawn maps': --baseline 1fd7d90 --pages Compare"
+        " --contexts 10 --name visit_cpu_shared_maps)",
+        "visit_cpu.{md,json}, visit_cpu_shared_maps.{md,json}",
         "--quick --out /tmp/bench",
     ),
     Benchmark(
         "benchmarks.load",
         "a class on one server: 40 sessions on one link, 20 distinct, a light page beside a heavy one, memory",
         "python -m benchmarks.load --baseline <ref>   (issue 41's: --baseline 433948f --name load_service; the shared"
-        " figures': --baseline 9092301, saved as load_figure_memo)",
-        "load_cpu.{md,json,csv}, load_service.{md,json,csv}, load_figure_memo.{md,json,csv}",
+        " figures': --baseline 9092301, saved as load_figure_memo; the shared drawn maps': --baseline 1fd7d90"
+        " --name load_shared_maps)",
+        "load_cpu.{md,json,csv}, load_service.{md,json,csv}, load_figure_memo.{md,json,csv}, "
+        "load_shared_maps.{md,json,csv}",
         "--quick --out /tmp/bench",
     ),
     Benchmark(
