@@ -18,7 +18,7 @@ from ui.fields import max_heads
 from ui.settings import Settings
 
 T = TypeVar("T")
-SHARED_DRAWN_BYTES = 64 * 2**20  # a few links' display maps: each is at most DISPLAY_MAX² per map and head
+SHARED_DRAWN_BYTES = 32 * 2**20  # dozens of links: Compare's default link draws about 0.5 MB of maps per head
 _shared_drawn = MemoryLayer(SHARED_DRAWN_BYTES)
 
 
