@@ -283,7 +283,7 @@ def test_the_presenter_copy_keeps_no_empty_title_band_over_a_figure_without_a_ti
     untitled.add_scatter(x=[1, 2], y=[1, 2], name="Performer (FAVOR+)", row=1, col=1)
     titled_too = go.Figure(untitled).update_layout(title="A title")
     gap = presenter_figure(titled_too).layout.margin.t - presenter_figure(untitled).layout.margin.t
-    assert gap == round(PRESENTER_FONT * 3.2)
+    assert gap == 2 * PRESENTER_FONT  # the title pinned over the legend: two lines of its size, no more
 
 
 def test_presenter_view_moves_a_short_legend_above_the_chart_and_leaves_a_long_one_below() -> None:
@@ -301,6 +301,31 @@ def test_presenter_view_moves_a_short_legend_above_the_chart_and_leaves_a_long_o
     long = presenter_figure(chart(long_names))
     assert long.layout.legend.y == -0.2 and long.layout.legend.yanchor == "top"
     assert long.layout.margin.t == round(PRESENTER_FONT * 3.2)  # the title's room, no legend's
+
+
+def test_a_note_inside_the_plot_gets_no_room_of_a_subplot_title_over_it() -> None:
+    """Error vs entropy's line labels ("crossover H ≈ 4.73") are annotations inside the plot; counted as subplot
+    titles, they left a blank band of about 50 px between the title and the legend above the chart on a projector."""
+    from plotly.subplots import make_subplots
+
+    from ui.figures import PRESENTER_FONT, presenter_figure
+
+    def chart() -> go.Figure:
+        fig = go.Figure([go.Scatter(x=[1, 2], y=[1, 2], name="Performer (FAVOR+)")])
+        return fig.update_layout(title="A chart", legend={"orientation": "h", "y": -0.2, "yanchor": "top"})
+
+    plain = presenter_figure(chart())
+    noted = chart()
+    noted.add_vline(x=1.5, annotation_text="crossover H ≈ 4.73", annotation_position="top left")
+    noted.add_vline(x=1.2, annotation_text="sidebar τ = 0.2", annotation_position="bottom right")
+    assert presenter_figure(noted).layout.margin.t == plain.layout.margin.t
+    assert presenter_figure(noted).layout.legend.y == plain.layout.legend.y == 1.0
+    titled = make_subplots(rows=1, cols=2, subplot_titles=("left", "right"))
+    titled.add_scatter(x=[1, 2], y=[1, 2], name="Performer (FAVOR+)", row=1, col=1)
+    titled.update_layout(title="A chart", legend={"orientation": "h", "y": -0.2, "yanchor": "top"})
+    big = presenter_figure(titled)
+    assert big.layout.margin.t == plain.layout.margin.t + round(1.4 * PRESENTER_FONT)
+    assert big.layout.legend.y > 1.0  # over the subplot titles
 
 
 def test_a_legend_of_grouped_entries_wraps_entry_by_entry_and_one_of_ungrouped_entries_in_columns() -> None:

@@ -398,6 +398,11 @@ def legend_rows(names: Sequence[str], size: int, *, grouped: bool = False) -> in
     return rows
 
 
+def _over_the_plot(annotation: Any) -> bool:
+    """A title over the top row of plots: placed on the paper at its top edge, standing on it."""
+    return annotation.yref == "paper" and annotation.yanchor == "bottom" and (annotation.y or 0.0) >= 0.999
+
+
 def presenter_figure(fig: go.Figure, size: int = PRESENTER_FONT) -> go.Figure:
     """A copy of ``fig`` with every text enlarged for a projector (titles, ticks, legend, colour bar)."""
     big = go.Figure(fig)
@@ -427,12 +432,16 @@ def presenter_figure(fig: go.Figure, size: int = PRESENTER_FONT) -> go.Figure:
         # The legend above the plot, under the title: a projector's first screen shows the top of a tall chart, and a
         # legend below it (where most charts keep it) is off screen, so the class cannot tell the curves apart. A
         # longer legend stays where the figure put it: above, it filled the first screen (Scaling, Error vs cost).
-        subplot_titles = 1.4 * size if big.layout.annotations else 0.0
+        # Room for subplot titles over the top row (make_subplots' annotations), not for notes drawn inside the plot
+        # (a line's label, on Error vs entropy), which left a blank band between the title and the legend.
+        titled = any(_over_the_plot(a) for a in big.layout.annotations)
+        subplot_titles = 1.4 * size if titled else 0.0
         big.update_layout(
             legend={"orientation": "h", "x": 0, "xanchor": "left", "y": 1.0, "yanchor": "bottom"},
-            margin={"t": round(title_px + size * 0.6 + rows * size * 1.9 + subplot_titles)},
+            # The title pinned to the top needs about two lines of its size, not the room it had alone in the margin.
+            margin={"t": round(min(title_px, 2 * size) + size * 0.6 + rows * size * 1.9 + subplot_titles)},
             title={"y": 1.0, "yref": "container", "yanchor": "top", "pad": {"t": round(size * 0.6)}},  # over the legend
         )
-        if big.layout.annotations:  # subplot titles sit just over their plots, under the legend
+        if titled:  # subplot titles sit just over their plots, under the legend
             big.update_layout(legend_y=1.0 + subplot_titles / max(1, (big.layout.height or 450)))
     return big
