@@ -328,6 +328,26 @@ def test_a_note_inside_the_plot_gets_no_room_of_a_subplot_title_over_it() -> Non
     assert big.layout.legend.y > 1.0  # over the subplot titles
 
 
+def test_the_title_over_a_legend_keeps_its_full_room_where_the_legend_may_take_a_row_more() -> None:
+    """Kernels' seven entries, counted as three rows of columns, drew four: with the title's room cut to two lines
+    its top row would sit on the title. A one-row legend that fits, or one counted entry by entry, needs no more."""
+    from ui.figures import PRESENTER_FONT, legend_rows, presenter_figure
+
+    names = ["positive iid (measured)", "positive orthogonal (measured)", "trig iid (measured)",
+             "trig orthogonal (measured)", "positive: Lemma 2", "positive orthogonal: ORF bound",
+             "trig: Lemma 2"]  # fmt: skip
+    rows = legend_rows(names, PRESENTER_FONT)
+    fig = go.Figure([go.Scatter(x=[1, 2], y=[1, 2], name=name) for name in names])
+    fig.update_layout(title="Kernel MSE against m", legend={"orientation": "h", "y": -0.2, "yanchor": "top"})
+    big = presenter_figure(fig)
+    assert big.layout.legend.yanchor == "bottom"  # above the chart
+    size = PRESENTER_FONT
+    assert big.layout.margin.t == round(round(size * 3.2) + size * 0.6 + rows * size * 1.9)  # the full title room
+    one = go.Figure([go.Scatter(x=[1, 2], y=[1, 2], name=name) for name in names[:3]])
+    one.update_layout(title="Kernel MSE against m", legend={"orientation": "h", "y": -0.2, "yanchor": "top"})
+    assert presenter_figure(one).layout.margin.t == round(2 * size + size * 0.6 + 1 * size * 1.9)  # one row fits
+
+
 def test_a_legend_of_grouped_entries_wraps_entry_by_entry_and_one_of_ungrouped_entries_in_columns() -> None:
     """plotly.js lays a wrapped legend out in columns as wide as its longest entry unless every entry has a legend
     group; then each entry is as wide as its own name. Counted as columns, Error vs cost's grouped legend took a row

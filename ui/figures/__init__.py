@@ -380,19 +380,27 @@ PRESENTER_LEGEND_ROWS = 3  # the most legend rows moved above a chart in present
 PRESENTER_NAME = "presenter_name"
 
 
+PRESENTER_PLOT_PX = 1000  # about a full-width presenter chart's plot area at 1280 x 720: a legend row's width
+
+
+def legend_widths(names: Sequence[str], size: int) -> list[float]:
+    """Each legend entry's width in px, over-estimated: about 0.5 em per character and 3 em for the line sample."""
+    return [(len(name) * 0.5 + 3) * size for name in names]
+
+
 def legend_rows(names: Sequence[str], size: int, *, grouped: bool = False) -> int:
     """Rows a horizontal legend of these entries wraps onto in a presenter chart (about 1,150 px wide, its plot area
     about 1,000), at about 0.5 em per character and 3 em for the line sample. plotly.js lays a legend out in columns
     as wide as its longest entry, but one whose entries all have a legend group entry by entry, each as wide as its
     own name (so a row holds more of them)."""
-    widths = [(len(name) * 0.5 + 3) * size for name in names]
+    widths = legend_widths(names, size)
     if not widths:
         return 0
     if not grouped:
         return math.ceil(len(widths) / max(1, int(1150 // max(widths))))
     rows, used = 1, 0.0
     for width in widths:
-        if used and used + width > 1000:
+        if used and used + width > PRESENTER_PLOT_PX:
             rows, used = rows + 1, 0.0
         used += width
     return rows
@@ -427,7 +435,8 @@ def presenter_figure(fig: go.Figure, size: int = PRESENTER_FONT) -> go.Figure:
         if isinstance(trace.meta, dict) and trace.meta.get(PRESENTER_NAME):
             trace.name = trace.meta[PRESENTER_NAME]
     legend = [t for t in big.data if t.showlegend is not False and t.name]
-    rows = legend_rows([str(t.name) for t in legend], size, grouped=all(t.legendgroup for t in legend))
+    grouped = all(t.legendgroup for t in legend)
+    rows = legend_rows([str(t.name) for t in legend], size, grouped=grouped)
     if legend and not narrow and not big.frames and rows <= PRESENTER_LEGEND_ROWS:
         # The legend above the plot, under the title: a projector's first screen shows the top of a tall chart, and a
         # legend below it (where most charts keep it) is off screen, so the class cannot tell the curves apart. A
@@ -436,10 +445,14 @@ def presenter_figure(fig: go.Figure, size: int = PRESENTER_FONT) -> go.Figure:
         # (a line's label, on Error vs entropy), which left a blank band between the title and the legend.
         titled = any(_over_the_plot(a) for a in big.layout.annotations)
         subplot_titles = 1.4 * size if titled else 0.0
+        # The title pinned to the top needs two lines of its size where the legend's rows are counted safely (entry
+        # by entry, or one row that fits); a legend laid out in columns may take a row more than counted (Kernels'),
+        # and the title's full room keeps that row off the title.
+        one_row = rows == 1 and sum(legend_widths([str(t.name) for t in legend], size)) <= PRESENTER_PLOT_PX
+        title_room = min(title_px, 2 * size) if grouped or one_row else title_px
         big.update_layout(
             legend={"orientation": "h", "x": 0, "xanchor": "left", "y": 1.0, "yanchor": "bottom"},
-            # The title pinned to the top needs about two lines of its size, not the room it had alone in the margin.
-            margin={"t": round(min(title_px, 2 * size) + size * 0.6 + rows * size * 1.9 + subplot_titles)},
+            margin={"t": round(title_room + size * 0.6 + rows * size * 1.9 + subplot_titles)},
             title={"y": 1.0, "yref": "container", "yanchor": "top", "pad": {"t": round(size * 0.6)}},  # over the legend
         )
         if titled:  # subplot titles sit just over their plots, under the legend
