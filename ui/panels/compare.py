@@ -131,9 +131,12 @@ def exact_cell(
         st.caption(f"τ = 1 reproduces the model's own attention: max difference {gap:.1e}.")
 
 
-def _head_maps(s: ui.Settings, run_key: str, res: Any, resolution: int) -> dict[str, tuple[np.ndarray, int]]:
+def _head_maps(
+    s: ui.Settings, method: str, params: dict[str, Any], res: Any, resolution: int
+) -> dict[str, tuple[np.ndarray, int]]:
     """A method's attention and error maps of the shown head as drawn (ordered, block-reduced), with the block size;
-    made once per process for every session showing the same run (``run_key``, its cache key) the same way."""
+    made once per process for every session showing the same run (``res``, the run of ``method`` at ``params``)
+    the same way."""
     head = s.head
     in_order = res.in_cluster_order or {}
 
@@ -149,6 +152,7 @@ def _head_maps(s: ui.Settings, run_key: str, res: Any, resolution: int) -> dict[
 
     if s.by_cluster and res.factor > 1 and not in_order:
         return made()  # the notice that a reduced map keeps position order is this session's to show
+    run_key = s.method_run(method, params).cache_key()
     return computed.shared_drawn(f"{run_key}|head {head}|by cluster {s.by_cluster}|resolution {resolution}", made)
 
 
@@ -172,8 +176,7 @@ def maps_row(
     for method, res in results.items():
         if res.error_message:
             continue
-        run_key = s.method_run(method, params[method]).cache_key()
-        maps[labels[method]] = _head_maps(s, run_key, res, resolution)["attention"][0]
+        maps[labels[method]] = _head_maps(s, method, params[method], res, resolution)["attention"][0]
         titles[labels[method]] = figs.row_title(
             labels[method], float(res.metrics["attention_error"][head]), show_errors=not hidden
         )
@@ -205,7 +208,7 @@ def method_cells(
     for start in range(0, len(ok), 3):
         for column, method in zip(st.columns(3), ok[start : start + 3], strict=False):
             res, label = results[method], labels[method]
-            shown = _head_maps(s, s.method_run(method, params[method]).cache_key(), res, resolution)
+            shown = _head_maps(s, method, params[method], res, resolution)
             attention, factor = shown["attention"]
             error, _ = shown["error"]
             # This head's own numbers (the tiles above average over heads): the title says which head.
