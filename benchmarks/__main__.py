@@ -46,6 +46,14 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "--quick --out /tmp/bench",
     ),
     Benchmark(
+        "benchmarks.class_wave",
+        "a class opening one cached link at once: waves of 40 protocol sessions per tree, taking turns; first chart "
+        "p50/p95, the last session's end, server CPU per session, server memory when quiet",
+        "python -m benchmarks.class_wave --baseline <ref>   (the idle collection's: --baseline df19186)",
+        "class_wave.{md,json}",
+        "--quick --out /tmp/bench",
+    ),
+    Benchmark(
         "benchmarks.rooms",
         "a class in one room: 60 students (protocol clients) follow a teacher over 2 replicas sharing a cache folder; "
         "p95 from the teacher's move to the student's page, errors, CPU per replica while the room idles",

@@ -583,3 +583,34 @@ def test_the_visit_cpu_table_shows_each_tree_and_the_browsers_share() -> None:
     assert "| Compare | abc1234 | 1.50 | 12.00 (8.40 / 2.40 / 1.20) | 3.00 | 4.0× |" in table
     assert "| Compare | this tree | 1.50 | 9.00 (6.30 / 1.80 / 0.90) | 3.00 | 3.0× |" in table
     assert "- Chromium's CPU, this tree against abc1234: 0.75×." in table
+
+
+def test_the_class_wave_table_shows_each_tree_and_the_ratios() -> None:
+    from benchmarks import class_wave
+
+    def medians(p95: float, cpu: float) -> dict[str, float]:
+        return {
+            "first_chart_p50_s": p95 / 2,
+            "first_chart_p95_s": p95,
+            "last_done_s": p95 + 0.5,
+            "cpu_per_session_s": cpu,
+            "rss_quiet_mb": 600.0,
+        }
+
+    result = {
+        "trees": {"abc1234": "commit abc1234", "this tree": "the working tree"},
+        "link": "Compare",
+        "sessions": 40,
+        "rounds": 5,
+        "medians": {"abc1234": medians(8.0, 0.2), "this tree": medians(6.0, 0.15)},
+        "errors": {"abc1234": 0, "this tree": 1},
+        "commit": "def5678",
+        "machine": "2 CPU cores",
+    }
+    table = class_wave.markdown(result, "python -m benchmarks.class_wave --baseline abc1234")
+    assert "| abc1234 | 4.00 | 8.00 | 8.50 | 0.200 | 600 | 0 |" in table
+    assert "| this tree | 3.00 | 6.00 | 6.50 | 0.150 | 600 | 1 |" in table
+    assert "- first chart p95, this tree against abc1234: 0.75×." in table
+    assert "- server CPU per session, this tree against abc1234: 0.75×." in table
+    assert class_wave.percentile([5.0, 1.0, 3.0, 2.0, 4.0], 0.95) == 5.0
+    assert class_wave.percentile([5.0, 1.0, 3.0, 2.0, 4.0], 0.5) == 3.0

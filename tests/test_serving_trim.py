@@ -1,8 +1,10 @@
-"""ui.serving.IdleTrimmer: freed heap goes back to the system when the server is idle after some work."""
+"""ui.serving.IdleTrimmer: garbage is collected and freed heap goes back to the system when the server is idle after
+some work; Streamlit's collection after every script run is off in the app's config."""
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import ci_env
 import pytest
@@ -19,19 +21,75 @@ class Clock:
 
 
 def test_trims_once_after_work_and_only_when_idle() -> None:
-    clock, released, busy = Clock(), [], [False]
-    trimmer = serving.IdleTrimmer(lambda: busy[0], lambda: released.append(clock.cpu), clock)
+    clock, released, busy, collected = Clock(), [], [False], []
+    trimmer = serving.IdleTrimmer(
+        lambda: busy[0], lambda: released.append(clock.cpu), clock, lambda: collected.append(len(released))
+    )
     assert not trimmer.step()  # nothing done since it started
     clock.cpu = 2.0
     busy[0] = True
-    assert not trimmer.step()  # a run in progress: wait
+    assert not trimmer.step() and collected == []  # a run in progress: wait
     busy[0] = False
     assert trimmer.step() and released == [2.0]
+    assert collected == [0]  # collected first, so what the collection frees is trimmed too
     assert not trimmer.step()  # no new work since: no second trim
     clock.cpu += serving.IdleTrimmer.WORK_CPU_S / 2
     assert not trimmer.step()
     clock.cpu += serving.IdleTrimmer.WORK_CPU_S
-    assert trimmer.step() and trimmer.trims == 2
+    assert trimmer.step() and trimmer.trims == 2 and len(collected) == 2
+
+
+def test_a_server_that_stays_busy_still_collects_after_a_long_stretch_of_work() -> None:
+    clock, released, collected = Clock(), [], []
+    trimmer = serving.IdleTrimmer(lambda: True, lambda: released.append(clock.cpu), clock, lambda: collected.append(1))
+    clock.cpu = serving.IdleTrimmer.BUSY_COLLECT_CPU_S / 2
+    assert not trimmer.step() and collected == []  # busy, and not long enough: the class is not held up
+    clock.cpu = serving.IdleTrimmer.BUSY_COLLECT_CPU_S * 1.5
+    assert not trimmer.step()
+    assert collected == [1] and trimmer.busy_collections == 1 and released == []  # collected, never trimmed busy
+    assert not trimmer.step() and collected == [1]  # the count starts again from there
+
+
+def test_a_pass_frees_cyclic_garbage_that_no_run_collected() -> None:
+    """With the post-run collection off, objects in a reference cycle wait for the idle pass (or Python's own
+    collection, kept off here so that only the pass can free them)."""
+    import gc
+    import weakref
+
+    class Node:
+        pass
+
+    clock = Clock()
+    trimmer = serving.IdleTrimmer(lambda: False, lambda: None, clock)
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        node = Node()
+        node.self = node  # type: ignore[attr-defined]
+        alive = weakref.ref(node)
+        del node
+        assert alive() is not None  # a cycle: reference counting alone never frees it
+        clock.cpu = 1.0
+        assert trimmer.step()
+        assert alive() is None
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def test_the_apps_config_turns_off_streamlits_collection_after_every_run() -> None:
+    """Streamlit reads the option from the repo's .streamlit/config.toml as the servers do (a misspelt key would be
+    ignored with a warning and leave the collection on)."""
+    import subprocess
+
+    code = (
+        "import streamlit.config as c; c.get_config_options(force_reparse=True);"
+        " print(c.get_option('runner.postScriptGC'))"
+    )
+    repo = Path(__file__).resolve().parent.parent
+    result = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "False", result.stdout + result.stderr
 
 
 def test_the_server_is_busy_while_a_script_runs() -> None:
