@@ -166,6 +166,13 @@ TABLES: tuple[Table, ...] = (
         "",
     ),
     Table(
+        "class_wave",
+        ("-m", "benchmarks.class_wave", "--baseline", "df19186", "--rounds", "6"),
+        ("class_wave.json", "class_wave.md"),
+        "Compare's default",
+        "",
+    ),
+    Table(
         "visit_cpu",
         ("-m", "benchmarks.visit_cpu"),
         ("visit_cpu.json", "visit_cpu.md"),
