@@ -13,9 +13,10 @@ go through ``ui/streamlit_compat.py``.
      leave behind to the permanent generation (a collection over them took about 0.15 s).
    - The app's config turns the post-run collection off (``.streamlit/config.toml``), and the idle thread of point 3
      collects instead, once the server has done some work and no run is in progress, or after
-     ``IdleTrimmer.BUSY_COLLECT_CPU_S`` of work while it stays busy. With both, a cached Compare session cost the
-     README's server 0.155 s of CPU against 0.195 s with the post-run collection, and a wave of 40 such sessions
-     drew its first charts about 20 % sooner. Python's own generational collections run as always.
+     ``IdleTrimmer.BUSY_COLLECT_CPU_S`` of work while it stays busy. A wave of 40 sessions on one cached Compare
+     link then costs the server less CPU per session and draws its last first chart sooner, measured side by side
+     with the post-run collection in ``benchmarks/results/class_wave.md``. Python's own generational collections
+     run as always.
 
 2. Lock-free reads of Streamlit's config options.
 
