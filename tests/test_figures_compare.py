@@ -360,3 +360,25 @@ def test_a_legend_of_grouped_entries_wraps_entry_by_entry_and_one_of_ungrouped_e
     assert legend_rows(names, 20, grouped=True) == 2  # six short names, then two
     assert legend_rows([], 20) == 0 and legend_rows(["one"], 20, grouped=True) == 1
     assert legend_rows(["x" * 80] * 3, 20, grouped=True) == 3  # an entry wider than a row still takes its own
+
+
+def test_a_presenter_chart_of_curves_fits_under_the_title_and_maps_keep_their_height() -> None:
+    """At 1280 x 720 a chart taller than PRESENTER_CHART_PX ran past the first screen (Error vs cost's x axes at
+    about 930 px). A map grid stays as drawn, square, and a chart whose long legend stays below keeps its room."""
+    import plotly.graph_objects as go
+
+    from ui.figures import PRESENTER_CHART_PX, GridCell, heatmap_grid, presenter_figure
+
+    tall = go.Figure(go.Scatter(x=[1, 2], y=[3, 4], name="a"), layout={"height": 624})
+    short = go.Figure(go.Scatter(x=[1, 2], y=[3, 4], name="a"), layout={"height": 400})
+    assert presenter_figure(tall).layout.height == PRESENTER_CHART_PX < round(624 * 1.25)
+    assert presenter_figure(short).layout.height == 500  # enlarged as its text is, still under the cap
+    assert presenter_figure(go.Figure(go.Scatter(x=[1], y=[1]))).layout.height is None  # Plotly's 450 stays
+    long_legend = go.Figure(
+        [go.Scatter(x=[1, 2], y=[3, 4], name=f"a measured curve with a long name, number {i}") for i in range(12)],
+        layout={"height": 624},
+    )
+    assert presenter_figure(long_legend).layout.height == round(624 * 1.25)  # its legend stays below, in its room
+    grid = heatmap_grid([[GridCell("m", np.eye(8))], [GridCell("e", np.eye(8))]], columns=1)
+    assert grid.layout.height is not None
+    assert presenter_figure(grid).layout.height == round(grid.layout.height * 1.25)

@@ -5,6 +5,7 @@ last columns on Compare before)."""
 from __future__ import annotations
 
 import urllib.parse
+from typing import Any
 
 import pytest
 from playwright.sync_api import Page
@@ -32,6 +33,7 @@ TABLE = "[data-testid='stTable']"
 # What each page shows first: a chart, except Home (nothing) and the claims page (its table).
 MAIN = {path: PLOTLY_CHART for path in PAGES} | {"": None, "Paper_claims": TABLE}
 SCREEN = {"width": 1280, "height": 720}
+UNDER_THE_TITLE_PX = 200  # a chart starting above this sits right under the page's title (at about 160 px)
 
 # The visually first chart or table (CSS may reorder), with whether plotly.js holds data for it and has drawn it.
 FIRST_CHART = """(selector) => {
@@ -45,7 +47,12 @@ FIRST_CHART = """(selector) => {
   const data = !!plot && Array.isArray(plot.data) && plot.data.some((t) => sized(t.z) || sized(t.y) || sized(t.x));
   // Marks: traces, or a heatmap drawn as a layout image.
   const drawn = !!plot && plot.querySelectorAll('.main-svg .trace, .main-svg image').length > 0;
-  return {top: r.top + window.scrollY, height: r.height, data, drawn, rows: e.querySelectorAll('tbody tr').length};
+  // The bottom of each x-axis title (page coordinates), and whether the chart draws maps (heatmaps keep their height).
+  const xtitles = plot ? [...plot.querySelectorAll('.infolayer [class^="g-x"][class$="title"]')]
+    .map((t) => t.getBoundingClientRect()).filter((b) => b.height > 0).map((b) => b.bottom + window.scrollY) : [];
+  const maps = !!plot && plot.querySelectorAll('.hm, .heatmaplayer image, .layer-below image').length > 0;
+  return {top: r.top + window.scrollY, height: r.height, data, drawn, rows: e.querySelectorAll('tbody tr').length,
+    xtitles, maps};
 }"""
 
 # Boxes in page coordinates of the exit link and of every chart or table; and whether the link is fixed on screen.
@@ -87,6 +94,16 @@ CUT_TABLES = """(height) => [
 ].map((t) => t.innerText.slice(0, 80))"""
 
 
+def _assert_x_titles_on_the_first_screen(chart: dict[str, Any]) -> None:
+    """A chart of curves right under the page's title shows its x axis and the axis's title on the first screen
+    (Error vs cost's ran to about 930 px, Error vs entropy's title was cut at the screen's edge). Maps keep their
+    height, and a chart under tabs or tiles starts lower (Kernels: its axis title is still below the first screen)."""
+    if chart["maps"] or chart["top"] > UNDER_THE_TITLE_PX:
+        return
+    off = [round(bottom) for bottom in chart["xtitles"] if bottom > SCREEN["height"]]
+    assert chart["xtitles"] and not off, f"x-axis titles end at {off} px, below the first screen: {chart}"
+
+
 def _overlap(a: dict[str, float], b: dict[str, float]) -> bool:
     return a["left"] < b["right"] and b["left"] < a["right"] and a["top"] < b["bottom"] and b["top"] < a["bottom"]
 
@@ -107,6 +124,8 @@ def test_presenter_view_fits_a_1280_by_720_screen(page: Page, app_server: str, p
         visible = (SCREEN["height"] - chart["top"]) / min(chart["height"], SCREEN["height"])
         assert visible >= 0.5, f"only {visible:.0%} of the first chart is on the first screen"
         assert chart["rows"] > 0 if main == TABLE else chart["data"] and chart["drawn"], chart
+        if main != TABLE:
+            _assert_x_titles_on_the_first_screen(chart)
     else:
         page.wait_for_timeout(1000)
     boxes = page.evaluate(BOXES, PLOTLY_CHART)
@@ -144,4 +163,6 @@ def test_error_vs_cost_names_every_curve_on_the_first_screen(page: Page, app_ser
     assert not off, f"legend entries below the first screen: {off}"
     chart = page.evaluate(FIRST_CHART, PLOTLY_CHART)
     assert min(e["top"] for e in entries) > chart["top"], "the legend is not inside the chart's box"
+    _assert_x_titles_on_the_first_screen(chart)
+    assert len(chart["xtitles"]) == 2, chart  # time and memory
     save_screenshot(page, "presenter_Error_vs_cost", full_page=False)

@@ -381,6 +381,9 @@ PRESENTER_NAME = "presenter_name"
 
 
 PRESENTER_PLOT_PX = 1000  # about a full-width presenter chart's plot area at 1280 x 720: a legend row's width
+# The tallest chart of curves in presenter view: what a 1280 x 720 projector shows under the page's title (which ends
+# near 160 px), so that the x axis and its title are on the first screen. Maps keep their height: they are drawn square.
+PRESENTER_CHART_PX = 550
 
 
 def legend_widths(names: Sequence[str], size: int) -> list[float]:
@@ -429,15 +432,20 @@ def presenter_figure(fig: go.Figure, size: int = PRESENTER_FONT) -> go.Figure:
     # Map titles over a grid's narrow columns: the title size, or a long one runs past the chart's edge.
     big.update_annotations(font_size=round(size * 0.8) if narrow else size)
     big.update_traces(colorbar_tickfont_size=round(size * 0.9), selector={"type": "heatmap"})
-    if big.layout.height is not None:
-        big.update_layout(height=round(big.layout.height * 1.25))
     for trace in big.data:
         if isinstance(trace.meta, dict) and trace.meta.get(PRESENTER_NAME):
             trace.name = trace.meta[PRESENTER_NAME]
     legend = [t for t in big.data if t.showlegend is not False and t.name]
     grouped = all(t.legendgroup for t in legend)
     rows = legend_rows([str(t.name) for t in legend], size, grouped=grouped)
-    if legend and not narrow and not big.frames and rows <= PRESENTER_LEGEND_ROWS:
+    legend_above = bool(legend) and not narrow and not big.frames and rows <= PRESENTER_LEGEND_ROWS
+    if big.layout.height is not None:
+        height = round(big.layout.height * 1.25)
+        # A chart of curves with nothing under its plot fits the first screen; one whose long legend stays below
+        # (Scaling's) keeps the height made for it, or the legend squeezes the plot.
+        fits = not narrow and (legend_above or not legend)
+        big.update_layout(height=min(height, PRESENTER_CHART_PX) if fits else height)
+    if legend_above:
         # The legend above the plot, under the title: a projector's first screen shows the top of a tall chart, and a
         # legend below it (where most charts keep it) is off screen, so the class cannot tell the curves apart. A
         # longer legend stays where the figure put it: above, it filled the first screen (Scaling, Error vs cost).
