@@ -8,9 +8,9 @@ link is opened once first, unmeasured, so every measured session finds its resul
 server's work per session (the page's script run, its messages, Streamlit's bookkeeping), all of it in one Python
 process. Then ``--rounds`` rounds; in each, every tree gets one wave of ``--sessions`` protocol clients
 (``benchmarks.load.ws_session``) opening the link together, the trees taking turns first. Per wave: time to the first
-chart (p50, p95) and to the run's end (the last session), the server's CPU seconds per session over the wave, and its
-resident memory once it is quiet again (after its idle pass). The table gives the medians over the rounds.
-Nothing else should run on the machine.
+chart (p50, p95) and to the run's end (the last session), the server's CPU seconds per session from the wave's start
+until the server is quiet again and has made its idle pass, and its resident memory then. The table gives the
+medians over the rounds. Nothing else should run on the machine.
 """
 
 from __future__ import annotations
@@ -59,12 +59,14 @@ def wave(server: Server, link: str, sessions: int) -> dict[str, Any]:
     """One wave of ``sessions`` clients opening ``link`` together on a quiet server."""
     cpu_before = server_cpu_seconds(server)
     results = asyncio.run(_wave(server.url, link, sessions))
-    cpu = server_cpu_seconds(server) - cpu_before
     errors = [r.error for r in results if r.error]
     firsts = [r.first_chart_s for r in results if r.first_chart_s is not None]
     dones = [r.finished_s for r in results if r.finished_s is not None]
     wait_quiet(server, QUIET_LIMIT_S)
     time.sleep(IDLE_PASS_S)
+    # Until the server is quiet and has made its idle pass: work it moved out of the runs (a garbage collection
+    # once idle) counts too.
+    cpu = server_cpu_seconds(server) - cpu_before
     return {
         "errors": len(errors),
         "first_error": errors[0] if errors else None,
