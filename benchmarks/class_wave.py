@@ -30,11 +30,11 @@ from benchmarks.harness import (
     ROOT,
     Server,
     app_server,
-    baseline_tree,
     commit,
     machine_facts,
     server_cpu_seconds,
     server_rss,
+    trees,
     wait_quiet,
     write_results,
 )
@@ -76,15 +76,6 @@ def wave(server: Server, link: str, sessions: int) -> dict[str, Any]:
         "cpu_per_session_s": cpu / sessions,
         "rss_quiet_mb": server_rss(server) / 2**20,
     }
-
-
-@contextlib.contextmanager
-def trees(baseline: str | None) -> Any:
-    with contextlib.ExitStack() as stack:
-        found = {"this tree": ROOT}
-        if baseline:
-            found = {baseline: stack.enter_context(baseline_tree(baseline)), **found}
-        yield found
 
 
 def markdown(result: dict[str, Any], command: str) -> str:

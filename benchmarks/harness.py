@@ -7,6 +7,7 @@ Nothing here imports Streamlit or torch at import time: the browser tests import
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import math
@@ -139,6 +140,17 @@ def baseline_tree(ref: str) -> Iterator[Path]:
     finally:
         subprocess.run(["git", "worktree", "remove", "--force", str(path)], cwd=ROOT, capture_output=True)
         shutil.rmtree(path, ignore_errors=True)
+
+
+@contextmanager
+def trees(baseline: str | None) -> Iterator[dict[str, Path]]:
+    """The trees a side-by-side benchmark measures, by label: ``baseline``'s worktree first when given, then this
+    tree ("this tree")."""
+    with contextlib.ExitStack() as stack:
+        found = {"this tree": ROOT}
+        if baseline:
+            found = {baseline: stack.enter_context(baseline_tree(baseline)), **found}
+        yield found
 
 
 # ------------------------------------------------------------------ pages

@@ -23,7 +23,6 @@ import re
 import statistics
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,12 +35,12 @@ from benchmarks.harness import (
     VIEWPORT,
     Server,
     app_server,
-    baseline_tree,
     chromium_options,
     commit,
     machine_facts,
     page_paths,
     server_cpu_seconds,
+    trees,
     wait_quiet,
     write_results,
 )
@@ -91,15 +90,6 @@ def visit(browser: Any, server: Server, path: str) -> dict[str, float]:
         context.close()
     spent = {kind: browser_after[kind] - browser_before[kind] for kind in KINDS}
     return {"wall_s": wall, **spent, "chromium": sum(spent.values()), "server": server_after - server_before}
-
-
-@contextlib.contextmanager
-def trees(baseline: str | None) -> Iterator[dict[str, Path]]:
-    with contextlib.ExitStack() as stack:
-        found = {"this tree": ROOT}
-        if baseline:
-            found = {baseline: stack.enter_context(baseline_tree(baseline)), **found}
-        yield found
 
 
 def markdown(result: dict[str, Any], command: str) -> str:
